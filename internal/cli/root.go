@@ -1,0 +1,38 @@
+// Package cli defines corral's cobra commands. Each command parses flags
+// and calls into the packages that do the work.
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// Run executes the command line args.
+func Run(ctx context.Context, args []string) error {
+	root := &cobra.Command{
+		Use:           "corral",
+		Short:         "Run AI coding agents in isolated sandboxes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(versionCmd(), sandboxdCmd())
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// ExitError carries a specific exit status (for example a remote
+// process's exit code) out of a command.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return "exit status" }
+
+// ExitCode maps an error from Run to a process exit status.
+func ExitCode(err error) int {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return 1
+}
