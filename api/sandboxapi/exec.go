@@ -38,4 +38,7 @@ const (
 	ExecEventStdout = "stdout"
 	ExecEventStderr = "stderr"
 	ExecEventExit   = "exit"
+	// ExecEventError replaces exit when the command could not run after the
+	// stream began; its data is a problem+json body.
+	ExecEventError = "error"
 )

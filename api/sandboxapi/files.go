@@ -22,9 +22,21 @@ type FileInfo struct {
 	Target string    `json:"target,omitempty"`
 }
 
-// FileList is the body of GET /v1/fs/list.
+// FileList is the body of GET /v1/fs/list. Entries are in tree order
+// (each directory followed by its contents). Truncated is true when the
+// listing stopped at the server's entry cap; the entries kept are the
+// shallowest ones.
 type FileList struct {
-	Entries []FileInfo `json:"entries"`
+	Entries   []FileInfo `json:"entries"`
+	Truncated bool       `json:"truncated"`
+}
+
+// ArchiveResult is the body answering PUT /v1/fs/archive: Entries counts
+// the directories, files, symlinks and hard links extracted; Skipped the
+// entries of other types (devices, FIFOs) left out.
+type ArchiveResult struct {
+	Entries int `json:"entries"`
+	Skipped int `json:"skipped"`
 }
 
 // MkdirRequest is the body of POST /v1/fs/mkdir.

@@ -22,6 +22,9 @@ const (
 	FrameCloseStdin = "close_stdin"
 	FrameTruncated  = "truncated"
 	FrameExit       = "exit"
+	// FrameError answers a client frame the server could not apply, as
+	// {"type":"error","detail":"..."}; the connection stays open.
+	FrameError = "error"
 )
 
 // MaxControlFrame is the largest text frame either side accepts.
@@ -36,6 +39,7 @@ type ControlFrame struct {
 	Signal   *string `json:"signal,omitempty"`
 	From     int64   `json:"from,omitempty"`      // truncated: the oldest offset still retained
 	ExitCode *int    `json:"exit_code,omitempty"` // exit
+	Detail   string  `json:"detail,omitempty"`    // error
 }
 
 // MarshalJSON writes exit frames with explicit nulls, as the contract shows.

@@ -80,4 +80,7 @@ const (
 	HeaderOffset     = "X-Offset"
 	HeaderNextOffset = "X-Next-Offset"
 	HeaderTruncated  = "X-Truncated"
+	// HeaderProcessStatus carries the process's status ("running" or
+	// "exited") with output, so a poller knows when to stop.
+	HeaderProcessStatus = "X-Process-Status"
 )

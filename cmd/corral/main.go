@@ -17,7 +17,9 @@ func main() {
 	err := cli.Run(ctx, os.Args[1:])
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "corral:", err)
+		if !cli.Quiet(err) {
+			fmt.Fprintln(os.Stderr, "corral:", err)
+		}
 		os.Exit(cli.ExitCode(err))
 	}
 }

@@ -17,7 +17,7 @@ func Run(ctx context.Context, args []string) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(versionCmd(), sandboxdCmd())
+	root.AddCommand(versionCmd(), sandboxdCmd(), attachCmd(), execCmd(), benchCmd())
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }
@@ -27,6 +27,13 @@ func Run(ctx context.Context, args []string) error {
 type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return "exit status" }
+
+// Quiet reports whether err needs no message: an *ExitError only passes
+// on a remote process's status, which has spoken for itself.
+func Quiet(err error) bool {
+	var ee *ExitError
+	return errors.As(err, &ee)
+}
 
 // ExitCode maps an error from Run to a process exit status.
 func ExitCode(err error) int {

@@ -21,6 +21,7 @@ var (
 	ErrTooLarge      = errors.New("too large")          // body or result over a limit: 413
 	ErrUnprocessable = errors.New("unprocessable")      // valid but impossible, e.g. no such executable: 422
 	ErrRateLimited   = errors.New("rate limited")       // 429
+	ErrBadGateway    = errors.New("bad gateway")        // an upstream we proxy to failed: 502
 	ErrUnavailable   = errors.New("unavailable")        // dependency down or shutting down: 503
 	ErrTimeout       = errors.New("timed out")          // 504
 )

@@ -39,6 +39,7 @@ var statuses = []struct {
 	{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge},
 	{errdefs.ErrUnprocessable, http.StatusUnprocessableEntity},
 	{errdefs.ErrRateLimited, http.StatusTooManyRequests},
+	{errdefs.ErrBadGateway, http.StatusBadGateway},
 	{errdefs.ErrUnavailable, http.StatusServiceUnavailable},
 	{errdefs.ErrTimeout, http.StatusGatewayTimeout},
 }

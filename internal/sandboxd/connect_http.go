@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
@@ -26,6 +27,7 @@ const (
 // "Connect"). It replays retained output from ?offset= (default: the
 // oldest retained byte), then streams live output until the process has
 // exited and all its output was sent, then sends an exit frame and closes.
+// The 101 response's X-Offset header gives the offset replay starts at.
 //
 // Each connection reads the output log at its own pace from its own
 // offset: the process and other clients never wait for it. A connection
@@ -49,6 +51,13 @@ func (s *Server) connectProcess(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The upgrade response names the offset the replay starts from, so a
+	// client that asked for "oldest" can track offsets from the first byte.
+	start, _ := p.Log().Bounds()
+	if offset < 0 {
+		offset = start
+	}
+	w.Header().Set(sandboxapi.HeaderOffset, strconv.FormatInt(max(offset, start), 10))
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true,
 		CompressionMode:    websocket.CompressionDisabled,
@@ -73,13 +82,10 @@ func (s *Server) connectProcess(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// connectWriter streams output from offset until the process is done or
+// connectWriter streams output from offset (>= 0) until the process is done or
 // ctx ends, then closes the connection.
 func (s *Server) connectWriter(ctx context.Context, conn *websocket.Conn, p *procs.Process, offset int64) {
 	log := p.Log()
-	if offset < 0 {
-		offset, _ = log.Bounds()
-	}
 	buf := make([]byte, 1+connectFrame)
 	for {
 		c := log.Read(offset, buf[1:])
@@ -143,12 +149,8 @@ func (s *Server) connectReader(ctx context.Context, conn *websocket.Conn, p *pro
 			err = applyControl(p, data)
 		}
 		if err != nil {
-			detail := problem.From(err).Detail
-			b, _ := json.Marshal(struct {
-				Type   string `json:"type"`
-				Detail string `json:"detail"`
-			}{"error", detail})
-			if s.writeFrame(ctx, conn, websocket.MessageText, b) != nil {
+			f := sandboxapi.ControlFrame{Type: sandboxapi.FrameError, Detail: problem.From(err).Detail}
+			if s.writeControl(ctx, conn, f) != nil {
 				return
 			}
 		}

@@ -56,7 +56,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		werr = stream.Event("", name, c)
 	})
 	if err != nil {
-		_ = stream.Event("", "error", problem.From(err))
+		_ = stream.Event("", sandboxapi.ExecEventError, problem.From(err))
 		return nil
 	}
 	res.Stdout, res.Stderr = "", ""

@@ -229,7 +229,7 @@ loop:
 	h.Set(sandboxapi.HeaderOffset, strconv.FormatInt(first, 10))
 	h.Set(sandboxapi.HeaderNextOffset, strconv.FormatInt(next, 10))
 	h.Set(sandboxapi.HeaderTruncated, strconv.FormatBool(truncated))
-	h.Set("X-Process-Status", p.Snapshot().Status)
+	h.Set(sandboxapi.HeaderProcessStatus, p.Snapshot().Status)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf)
 	return nil

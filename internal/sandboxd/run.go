@@ -3,6 +3,10 @@ package sandboxd
 import (
 	"context"
 	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/corral-sh/corral/internal/sandboxd/reaper"
 )
 
 // RunConfig is what `corral sandboxd` needs: where to listen and the
@@ -12,12 +16,36 @@ type RunConfig struct {
 	Config Config
 }
 
-// Run serves the daemon until ctx ends. When the daemon is PID 1 it also
-// reaps orphaned processes (see the reaper package).
+// Run serves the daemon until ctx ends.
+//
+// When the daemon is PID 1 (a container's init) it also reaps orphaned
+// processes for its whole life, leaving the ones the process manager waits
+// for itself. SIGTERM and SIGINT reach it as the end of ctx (see
+// cmd/corral); shutdown then stops the managed processes (Serve), and
+// finally sends SIGTERM, then SIGKILL after the kill grace, to everything
+// else left in the PID namespace — daemons the agent started with setsid,
+// for instance — so they can exit cleanly before the kernel kills them with
+// their init.
 func Run(ctx context.Context, rc RunConfig) error {
 	srv, err := New(rc.Config)
 	if err != nil {
 		return err
+	}
+	if reaper.IsInit() {
+		r := reaper.Start(context.WithoutCancel(ctx), reaper.Options{
+			IsManaged: srv.procs.Owns,
+			Logger:    srv.log,
+			OnReap:    func(int, syscall.WaitStatus) { srv.metrics.orphans.Inc() },
+		})
+		defer func() {
+			tctx, cancel := context.WithTimeout(context.Background(), srv.cfg.KillGrace+10*time.Second)
+			defer cancel()
+			if err := r.TerminateAll(tctx, srv.cfg.KillGrace); err != nil {
+				srv.log.Warn("sandboxd: ending leftover processes", "err", err)
+			}
+			r.Stop()
+		}()
+		srv.log.Info("sandboxd is PID 1: reaping orphans")
 	}
 	ln, err := Listen(rc.Listen)
 	if err != nil {

@@ -20,8 +20,11 @@ import (
 // inherited the pipe and keep it open, so they can never hang an exit.
 const drainGrace = 250 * time.Millisecond
 
-// pumpBuffer is the read size of the output pumps.
+// pumpBuffer is the read size of the output pumps. Buffers are pooled:
+// a busy exec loop would otherwise allocate two per command.
 const pumpBuffer = 64 << 10
+
+var pumpBuffers = sync.Pool{New: func() any { return new([pumpBuffer]byte) }}
 
 // sink receives output chunks. It is called from one goroutine per stream;
 // p is only valid during the call.
@@ -162,7 +165,9 @@ func pipes(stdin bool) (ours, theirs []*os.File, err error) {
 // pump copies f into out until EOF, an error (EIO from a PTY whose child
 // side closed) or the drain deadline.
 func pump(f *os.File, stream byte, out sink) {
-	buf := make([]byte, pumpBuffer)
+	b := pumpBuffers.Get().(*[pumpBuffer]byte)
+	defer pumpBuffers.Put(b)
+	buf := b[:]
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {

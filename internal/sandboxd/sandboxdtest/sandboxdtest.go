@@ -73,9 +73,11 @@ func Start(t testing.TB, opts Options) *Daemon {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
+		// Idle keep-alive connections first, or the daemon's graceful
+		// shutdown waits on them.
+		tr.CloseIdleConnections()
 		cancel()
 		<-done
-		tr.CloseIdleConnections()
 	})
 	return d
 }
@@ -83,6 +85,14 @@ func Start(t testing.TB, opts Options) *Daemon {
 type tokenTransport struct {
 	base  http.RoundTripper
 	token string
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the
+// real transport.
+func (t *tokenTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 func (t *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
