@@ -1,7 +1,6 @@
 package sandboxd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,15 +14,7 @@ import (
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/httpjson"
 	"github.com/corral-sh/corral/internal/sandboxd/files"
-)
-
-const (
-	// watchHeartbeat is the interval of the comment line that keeps an
-	// idle watch stream (and the proxies on its way) alive.
-	watchHeartbeat = 15 * time.Second
-	// streamWriteTimeout bounds one write to a streaming client, so a
-	// client that stops reading cannot pin a handler forever.
-	streamWriteTimeout = 30 * time.Second
+	"github.com/corral-sh/corral/internal/sse"
 )
 
 // filesAPI serves /v1/fs/* (DESIGN.md §2, Files) over the confined root.
@@ -216,14 +207,14 @@ func (f *filesAPI) getArchive(w http.ResponseWriter, r *http.Request) error {
 
 // deadlineWriter pushes the connection's write deadline out before each
 // write, so a client that stops reading fails the stream after
-// streamWriteTimeout instead of pinning the handler.
+// sse.WriteTimeout instead of pinning the handler.
 type deadlineWriter struct {
 	w  io.Writer
 	rc *http.ResponseController
 }
 
 func (d deadlineWriter) Write(p []byte) (int, error) {
-	d.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_ = d.rc.SetWriteDeadline(time.Now().Add(sse.WriteTimeout))
 	return d.w.Write(p)
 }
 
@@ -240,7 +231,7 @@ func (f *filesAPI) putArchive(w http.ResponseWriter, r *http.Request) error {
 
 // watch serves GET /v1/fs/watch as server-sent events: one event per
 // change (`event: fs.create`, `data: {"path","type"}`), a `: ping` comment
-// every watchHeartbeat. The headers are sent once the watches are in
+// every sse.HeartbeatInterval. The headers are sent once the watches are in
 // place, so a client that has them sees every later change. The stream
 // ends when the client goes or the daemon stops.
 func (f *filesAPI) watch(w http.ResponseWriter, r *http.Request) error {
@@ -254,18 +245,9 @@ func (f *filesAPI) watch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer wt.Close()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if err := rc.Flush(); err != nil {
-		return nil
-	}
-	ping := time.NewTicker(watchHeartbeat)
+	stream := sse.Start(w)
+	ping := time.NewTicker(sse.HeartbeatInterval)
 	defer ping.Stop()
-	deadline := func() { rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) }
 	for {
 		var err error
 		select {
@@ -274,36 +256,26 @@ func (f *filesAPI) watch(w http.ResponseWriter, r *http.Request) error {
 		case <-f.stopping:
 			return nil
 		case <-ping.C:
-			deadline()
-			_, err = fmt.Fprint(w, ": ping\n\n")
+			err = stream.Comment("ping")
 		case ev, ok := <-wt.Events():
 			if !ok {
 				return nil
 			}
-			deadline()
-			err = writeWatchEvent(w, ev)
+			err = stream.Queue("", ev.Kind, ev.WatchEvent)
 			// Send what else is already queued in the same flush.
 			for n := len(wt.Events()); err == nil && n > 0; n-- {
-				err = writeWatchEvent(w, <-wt.Events())
+				ev := <-wt.Events()
+				err = stream.Queue("", ev.Kind, ev.WatchEvent)
 			}
-		}
-		if err == nil {
-			err = rc.Flush()
+			if err == nil {
+				err = stream.Flush()
+			}
 		}
 		if err != nil {
 			slog.DebugContext(r.Context(), "watch stream ended", "err", err)
 			return nil
 		}
 	}
-}
-
-func writeWatchEvent(w http.ResponseWriter, ev files.Event) error {
-	data, err := json.Marshal(ev.WatchEvent)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, data)
-	return err
 }
 
 // search serves POST /v1/fs/search.

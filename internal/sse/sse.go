@@ -13,6 +13,10 @@ import (
 // proxies and clients can tell an idle stream from a dead one.
 const HeartbeatInterval = 15 * time.Second
 
+// WriteTimeout bounds each write: a client that stops reading is dropped
+// instead of holding its handler forever.
+const WriteTimeout = 30 * time.Second
+
 // Writer writes events to one response. It is not safe for concurrent use.
 type Writer struct {
 	w  http.ResponseWriter
@@ -32,9 +36,17 @@ func Start(w http.ResponseWriter) *Writer {
 	return s
 }
 
-// Event writes one event: an optional id, the event name, and data as JSON
-// on a single line, then flushes.
+// Event writes one event and flushes.
 func (s *Writer) Event(id, event string, data any) error {
+	if err := s.Queue(id, event, data); err != nil {
+		return err
+	}
+	return s.Flush()
+}
+
+// Queue writes one event without flushing, so several can go out in one
+// Flush: an optional id, the event name, and data as one line of JSON.
+func (s *Writer) Queue(id, event string, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("sse: encode %s: %w", event, err)
@@ -51,16 +63,22 @@ func (s *Writer) Event(id, event string, data any) error {
 	sb.WriteString("\ndata: ")
 	sb.Write(b)
 	sb.WriteString("\n\n")
-	if _, err := s.w.Write([]byte(sb.String())); err != nil {
-		return err
-	}
-	return s.rc.Flush()
+	return s.write(sb.String())
 }
 
 // Comment writes a comment line (a heartbeat) and flushes.
 func (s *Writer) Comment(text string) error {
-	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+	if err := s.write(": " + text + "\n\n"); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	return s.Flush()
+}
+
+// Flush sends what was queued.
+func (s *Writer) Flush() error { return s.rc.Flush() }
+
+func (s *Writer) write(text string) error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	_, err := s.w.Write([]byte(text))
+	return err
 }
