@@ -72,6 +72,10 @@ func New(cfg Config) (*Server, error) {
 	s.reg = prometheus.NewRegistry()
 	s.metrics = newMetrics(s.reg)
 	s.procs = procs.NewManager(procs.Options{KillGrace: cfg.KillGrace, MaxProcesses: cfg.MaxProcesses, Logger: cfg.Logger})
+	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "corral_sandboxd_processes_running",
+		Help: "Running child processes, exec included.",
+	}, func() float64 { return float64(s.procs.Running()) }))
 	var err error
 	if s.files, err = newFilesAPI(cfg.Root, s.stopping); err != nil {
 		return nil, fmt.Errorf("sandboxd: files root %q: %w", cfg.Root, err)

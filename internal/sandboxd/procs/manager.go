@@ -130,7 +130,7 @@ func (m *Manager) Spawn(req sandboxapi.SpawnRequest) (*Process, error) {
 		size = DefaultBufferBytes
 	}
 	p := &Process{id: newID(), tag: req.Tag, label: req.Label, cmd: cmd, isPTY: req.PTY != nil,
-		created: time.Now().UTC(), log: outlog.New(size), m: m}
+		created: time.Now().UTC(), log: outlog.New(size), m: m, done: make(chan struct{})}
 	spec := launchSpec{cmd: cmd, stdin: req.Stdin}
 	if req.PTY != nil {
 		spec.pty = &[2]int{req.PTY.Rows, req.PTY.Cols}
@@ -181,6 +181,7 @@ func (m *Manager) Spawn(req sandboxapi.SpawnRequest) (*Process, error) {
 		p.log.Close()
 		m.release()
 		m.events.publish(sandboxapi.EventProcessExited, p.Snapshot())
+		close(p.done)
 		m.evictExited()
 	})
 	return p, nil

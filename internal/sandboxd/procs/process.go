@@ -28,6 +28,9 @@ type Process struct {
 	run            *launched
 	log            *outlog.Log
 	m              *Manager
+	// done is closed once the exit is recorded and process.exited is
+	// published: after it, Snapshot and ExitStatus are final.
+	done chan struct{}
 
 	inputMu sync.Mutex // serialises writes to stdin or the terminal
 
@@ -47,8 +50,9 @@ func (p *Process) ID() string { return p.id }
 // Log returns the output log.
 func (p *Process) Log() *outlog.Log { return p.log }
 
-// Done is closed when the process has exited and its output is complete.
-func (p *Process) Done() <-chan struct{} { return p.run.done }
+// Done is closed when the process has exited, its output is complete and
+// its exit status is recorded.
+func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Snapshot returns the API view of the process.
 func (p *Process) Snapshot() sandboxapi.Process {
@@ -197,10 +201,10 @@ func (p *Process) terminate(grace time.Duration) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-p.run.done:
+	case <-p.done:
 		return
 	case <-t.C:
 	}
 	killTree(p.run.pid, p.run.pgid, syscall.SIGKILL)
-	<-p.run.done
+	<-p.done
 }

@@ -30,12 +30,8 @@ func waitDone(t *testing.T, p *Process) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("process %s did not exit", p.ID())
 	}
-	// Done fires before the manager records the exit; wait for that too.
-	for i := 0; !p.Exited(); i++ {
-		if i > 2000 {
-			t.Fatalf("process %s never marked exited", p.ID())
-		}
-		time.Sleep(time.Millisecond)
+	if !p.Exited() {
+		t.Fatalf("process %s: Done closed before the exit was recorded", p.ID())
 	}
 }
 
@@ -320,54 +316,6 @@ func TestExecTimeoutKillsTree(t *testing.T) {
 	}
 }
 
-func TestNoZombiesLeft(t *testing.T) {
-	m := newManager(t)
-	var ps []*Process
-	for i := 0; i < 50; i++ {
-		p, err := m.Spawn(sandboxapi.SpawnRequest{Command: "sh", Args: []string{"-c", "true & exit 0"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	for _, p := range ps {
-		waitDone(t, p)
-	}
-	if z := zombieChildren(); len(z) > 0 {
-		t.Errorf("zombie children of the daemon: %v", z)
-	}
-}
-
-func TestManyConcurrentProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short mode")
-	}
-	m := newManager(t)
-	const n = 500
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		go func() {
-			_, err := m.Spawn(sandboxapi.SpawnRequest{Command: "sleep", Args: []string{"30"}, Tag: fmt.Sprint("t", i)})
-			errs <- err
-		}()
-	}
-	for i := 0; i < n; i++ {
-		if err := <-errs; err != nil {
-			t.Fatalf("spawn %d: %v", i, err)
-		}
-	}
-	if got := len(m.List(Filter{Status: sandboxapi.StatusRunning})); got != n {
-		t.Fatalf("running = %d; want %d", got, n)
-	}
-	if got := m.Running(); got != n {
-		t.Fatalf("Running() = %d; want %d", got, n)
-	}
-	m.Close()
-	if got := len(m.List(Filter{Status: sandboxapi.StatusRunning})); got != 0 {
-		t.Errorf("running after Close = %d; want 0", got)
-	}
-}
-
 func TestEventsResume(t *testing.T) {
 	m := newManager(t)
 	start := m.LastEventSeq()
@@ -422,27 +370,6 @@ func assertGone(t *testing.T, pid int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func zombieChildren() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[0] == "Z" && f[1] == strconv.Itoa(os.Getpid()) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 func ptr(i int) *int { return &i }

@@ -1,0 +1,10 @@
+package procs
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if a waiter or pump goroutine outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
