@@ -27,10 +27,11 @@ up: deps build
 	@echo "try:  $(BIN) exec --url http://$(UP_LISTEN) --token \$$(cat $(UP_DIR)/token) -- uname -a"
 	$(BIN) sandboxd --listen $(UP_LISTEN) --root $(UP_DIR)/root --token-file $(UP_DIR)/token
 
-## test: install what the suite needs, then lint and run every test
-test: deps lint
-	CGO_ENABLED=1 go test -race -count=1 -timeout 20m ./...
-	CGO_ENABLED=0 go build -o /dev/null ./cmd/corral
+## test: install what the suite needs, start the engines, lint, run every test.
+## The static bin/corral is what sandboxes mount (CORRAL_TEST_BINARY).
+test: deps lint build
+	scripts/engines.sh
+	CORRAL_TEST_BINARY=$(CURDIR)/$(BIN) CGO_ENABLED=1 go test -race -count=1 -timeout 25m ./...
 
 ## deps: system packages the tests and `up` use (Debian; needs root)
 deps:

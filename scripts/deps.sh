@@ -7,6 +7,9 @@ packages=(
   git make gcc ca-certificates  # build (gcc: the race detector)
   bash procps vim util-linux    # PTY tests drive bash, top and vim; unshare for PID 1 tests
   iproute2                      # ss, for cross-checking /v1/ports
+  docker.io containerd runc iptables   # the docker and containerd runtimes
+  bubblewrap                    # the bwrap runtime
+  mmdebstrap                    # sandbox templates from Debian packages
 )
 
 missing=()
