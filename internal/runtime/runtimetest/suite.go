@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -156,7 +155,7 @@ func (s *suite) lifecycle(t *testing.T) {
 	if _, err := c.WriteFile(ctx, runtime.WorkspaceDir+"/hello.txt", strings.NewReader("from the host"), 0o644); err != nil {
 		t.Fatalf("WriteFile: %v", err)
 	}
-	if got := mustSh(t, c, "cat /workspace/hello.txt; pwd"); got != "from the host\n/workspace" {
+	if got := mustSh(t, c, "cat /workspace/hello.txt; echo; pwd"); got != "from the host\n/workspace" {
 		t.Errorf("file and cwd in sandbox = %q", got)
 	}
 	// A terminal works.
@@ -261,14 +260,15 @@ func (s *suite) security(t *testing.T) {
 
 func (s *suite) memory(t *testing.T) {
 	_, c := s.create(t, s.f(t), runtime.Spec{Resources: runtime.Resources{MemoryMB: 128}})
+	// tail keeps a line-less input whole in memory; the pipeline's status
+	// is tail's, 137 when the OOM killer ends it.
 	res, err := c.Exec(ctxFor(t, time.Minute), sandboxapi.ExecRequest{Shell: true, TimeoutMS: 30000,
-		Command: "head -c 600000000 /dev/zero | tail > /dev/null; echo survived"})
+		Command: "head -c 600000000 /dev/zero | tail > /dev/null"})
 	if err != nil {
 		t.Fatalf("exec hog: %v", err)
 	}
-	if strings.Contains(res.Stdout, "survived") && res.ExitCode != nil && *res.ExitCode == 0 {
-		// tail must have been killed: the pipeline ends with its status.
-		t.Errorf("a 600 MB hog ran under a 128 MiB limit: %+v", res)
+	if res.ExitCode != nil && *res.ExitCode == 0 {
+		t.Errorf("a 600 MB hog ran to completion under a 128 MiB limit: %+v", res)
 	}
 	if got := mustSh(t, c, "echo alive"); got != "alive" {
 		t.Errorf("sandboxd did not survive the hog: %q", got)
@@ -277,13 +277,22 @@ func (s *suite) memory(t *testing.T) {
 
 func (s *suite) pids(t *testing.T) {
 	_, c := s.create(t, s.f(t), runtime.Spec{Resources: runtime.Resources{PIDs: 64}})
-	out, _ := sh(t, c, "for i in $(seq 200); do sleep 2 & done 2>/dev/null; ls -d /proc/[0-9]* | wc -l")
-	n, err := strconv.Atoi(strings.TrimSpace(lastLine(out)))
-	if err != nil {
-		t.Fatalf("process count %q: %v", out, err)
+	// One line per successful fork; sh gives up at the first failure.
+	out, _ := sh(t, c, "for i in $(seq 200); do sleep 3 & echo forked; done")
+	if n := strings.Count(out, "forked"); n >= 64 {
+		t.Errorf("%d forks succeeded under a pids limit of 64", n)
 	}
-	if n > 64 {
-		t.Errorf("%d processes under a pids limit of 64", n)
+	// Once the sleeps end, the sandbox works again.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := c.Exec(ctxFor(t, time.Minute), sandboxapi.ExecRequest{Command: "true"})
+		if err == nil && res.ExitCode != nil && *res.ExitCode == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox did not recover after the fork loop: %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
@@ -343,7 +352,7 @@ func (s *suite) isolation(t *testing.T) {
 	if _, err := a.Spawn(ctxFor(t, time.Minute), sandboxapi.SpawnRequest{Command: "sleep", Args: []string{"313"}}); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := sh(t, b, "cat /workspace/secret-a 2>&1; grep -rl a-secret / 2>/dev/null | grep -v '^/proc' | head -3"); strings.Contains(out, "a-secret") || strings.Contains(out, "secret-a\n") {
+	if out, _ := sh(t, b, "cat /workspace/secret-a 2>&1; grep -rl a-secret /workspace /tmp /home /run 2>/dev/null | head -3"); strings.Contains(out, "a-secret") || strings.Contains(out, "secret-a\n") {
 		t.Errorf("sandbox b sees a's file: %q", out)
 	}
 	if out, _ := sh(t, b, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"); strings.Contains(out, "313") {
@@ -489,12 +498,4 @@ func (s *suite) badInput(t *testing.T) {
 	if err := rt.Delete(ctx, "sb_nosuchsandbox"); err != nil {
 		t.Errorf("Delete(unknown) = %v; want nil", err)
 	}
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
