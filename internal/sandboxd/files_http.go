@@ -68,6 +68,14 @@ func (f *filesAPI) readFile(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if fi.Size() == 0 {
+		// Pseudo-files (/proc, /sys) report size 0 but have content;
+		// ServeContent would trust the size and send nothing. Stream
+		// whatever reading yields, without ranges or caching.
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.Copy(w, file)
+		return nil
+	}
 	h.Set("ETag", etag(fi))
 	http.ServeContent(w, r, "", fi.ModTime(), file)
 	return nil

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/corral-sh/corral/api/sandboxapi"
+	"github.com/corral-sh/corral/internal/sandboxd"
 	"github.com/corral-sh/corral/internal/sandboxd/sandboxdtest"
 )
 
@@ -568,5 +569,20 @@ func BenchmarkDownload64MiB(b *testing.B) {
 		if err != nil || n != int64(len(data)) {
 			b.Fatalf("GET: %d bytes, %v", n, err)
 		}
+	}
+}
+
+// TestFilesPseudoFiles reads /proc files, which report size 0 but have
+// content, through a daemon rooted at "/".
+func TestFilesPseudoFiles(t *testing.T) {
+	d := sandboxdtest.Start(t, sandboxdtest.Options{Config: sandboxd.Config{Root: "/"}})
+	resp, err := d.HTTP.Get(d.URL + "/v1/fs/file?path=/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Pid:") {
+		t.Errorf("GET /proc/self/status = %d %q; want its content", resp.StatusCode, body)
 	}
 }
