@@ -3,10 +3,12 @@ package sandboxd
 import (
 	"context"
 	"fmt"
+	"math"
 	"syscall"
 	"time"
 
 	"github.com/corral-sh/corral/internal/sandboxd/reaper"
+	"golang.org/x/sys/unix"
 )
 
 // RunConfig is what `corral sandboxd` needs: where to listen and the
@@ -27,6 +29,10 @@ type RunConfig struct {
 // for instance — so they can exit cleanly before the kernel kills them with
 // their init.
 func Run(ctx context.Context, rc RunConfig) error {
+	// Descriptors inherited from whoever started us (an engine, a test
+	// harness) must not reach the processes we start: mark every one
+	// close-on-exec. Go's own are already; this costs one syscall.
+	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 	srv, err := New(rc.Config)
 	if err != nil {
 		return err
