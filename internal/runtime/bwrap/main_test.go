@@ -20,13 +20,9 @@ import (
 // interface.
 var _ template.Importer = (*Runtime)(nil)
 
-// probeTar is the test template: Debian bookworm minbase with procps, the
-// agent user and /workspace.
-const probeTar = "/var/cache/corral-tpl/probe.tar"
-
-// testTemplate is the name the probe is imported under; without the
-// probe, newTestRuntime builds the "minimal" template and names it here.
-var testTemplate = "corral-test"
+// testTemplate is the "minimal" template (Debian minbase, the agent user,
+// /workspace), which runtimetest.Template builds and unpacks on first use.
+const testTemplate = "corral-minimal"
 
 // dirEnv passes the test directory to child processes (the conformance
 // suite re-runs this binary to create a sandbox from a process it kills),
@@ -88,8 +84,8 @@ func testConfig(binary string) Config {
 }
 
 var (
-	templateOnce sync.Once
-	templateErr  error
+	templateMu    sync.Mutex
+	templateReady bool
 )
 
 // newTestRuntime returns a Runtime over the test directories with the
@@ -107,20 +103,13 @@ func newTestRuntime(t testing.TB) *Runtime {
 	if err := r.Available(ctx); err != nil {
 		runtimetest.Unavailable(t, "bwrap is not usable here: %v", err)
 	}
-	if _, err := os.Stat(probeTar); err != nil {
-		// No probe: build (or find cached) the suite's template.
-		testTemplate = runtimetest.Template(t, r)
-		return r
-	}
-	templateOnce.Do(func() {
-		has, err := r.HasTemplate(ctx, testTemplate)
-		if err == nil && !has {
-			err = r.ImportTemplate(ctx, probeTar, testTemplate)
+	templateMu.Lock()
+	defer templateMu.Unlock()
+	if !templateReady {
+		if ref := runtimetest.Template(t, r); ref != testTemplate {
+			t.Fatalf("runtimetest.Template = %q; want %q", ref, testTemplate)
 		}
-		templateErr = err
-	})
-	if templateErr != nil {
-		t.Fatalf("import %s: %v", probeTar, templateErr)
+		templateReady = true
 	}
 	return r
 }

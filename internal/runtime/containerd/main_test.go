@@ -20,8 +20,9 @@ import (
 )
 
 const (
-	testTemplate = "corral-test"
-	templateTar  = "/var/cache/corral-tpl/probe.tar"
+	// testTemplate is the "minimal" template, which runtimetest.Template
+	// builds and imports on first use.
+	testTemplate = "corral-minimal"
 	// stateEnv carries the state directory to child test processes (the
 	// conformance suite's creator-dies check), so every process of one run
 	// shares it.
@@ -59,6 +60,8 @@ var (
 	setupOnce sync.Once
 	setupErr  error // the reason to skip, or a setup failure
 	skipSetup bool  // setupErr is a reason to skip, not a failure
+	tplMu     sync.Mutex
+	tplReady  bool
 )
 
 // newRuntime returns a new Runtime over the shared test state directory,
@@ -78,11 +81,18 @@ func newRuntime(t testing.TB) *Runtime {
 		}
 		t.Fatal(setupErr)
 	}
+	tplMu.Lock()
+	defer tplMu.Unlock()
+	if !tplReady {
+		if ref := runtimetest.Template(t, r); ref != testTemplate {
+			t.Fatalf("runtimetest.Template = %q; want %q", ref, testTemplate)
+		}
+		tplReady = true
+	}
 	return r
 }
 
-// setup checks containerd and imports the test template once per test
-// process (and once per machine: an existing image is kept).
+// setup checks containerd once per test process.
 func setup(r *Runtime) (skip bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -91,16 +101,6 @@ func setup(r *Runtime) (skip bool, err error) {
 	}
 	if os.Geteuid() != 0 {
 		return true, errors.New("the containerd backend needs root")
-	}
-	ok, err := r.HasTemplate(ctx, testTemplate)
-	if err != nil || ok {
-		return false, err
-	}
-	if _, err := os.Stat(templateTar); err != nil {
-		return true, fmt.Errorf("no template rootfs tar: %w", err)
-	}
-	if err := r.ImportTemplate(ctx, templateTar, testTemplate); err != nil {
-		return false, fmt.Errorf("import %s: %w", templateTar, err)
 	}
 	return false, nil
 }

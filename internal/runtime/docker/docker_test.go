@@ -23,12 +23,9 @@ import (
 	"github.com/corral-sh/corral/internal/runtime/runtimetest"
 )
 
-const (
-	testTemplate = "corral-test:latest"
-	// probeTar is the template rootfs the tests import: Debian bookworm
-	// minbase and procps, user agent (uid 1000), /workspace owned by it.
-	probeTar = "/var/cache/corral-tpl/probe.tar"
-)
+// testTemplate is the "minimal" template (Debian minbase, the agent user,
+// /workspace), which runtimetest.Template builds and imports on first use.
+const testTemplate = "corral-minimal"
 
 // testStateDir is shared by every Runtime of the tests, in this process
 // and in the conformance suite's child process, as a restarted control
@@ -60,7 +57,7 @@ func newRuntime(t testing.TB) *Runtime {
 		availErr = r.Available(ctx)
 	})
 	if availErr != nil {
-		t.Skipf("docker backend not testable here: %v", availErr)
+		runtimetest.Unavailable(t, "docker backend not testable here: %v", availErr)
 	}
 	r, err := New(Config{Binary: runtimetest.Binary(t), StateDir: testStateDir, DefaultTemplate: testTemplate})
 	if err != nil {
@@ -79,19 +76,8 @@ func ensureTemplate(t testing.TB, r *Runtime) {
 	if tplReady {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	ok, err := r.HasTemplate(ctx, testTemplate)
-	if err != nil {
-		t.Fatalf("HasTemplate(%q): %v", testTemplate, err)
-	}
-	if !ok {
-		if _, err := os.Stat(probeTar); err != nil {
-			t.Skipf("no test template: %v", err)
-		}
-		if err := r.ImportTemplate(ctx, probeTar, testTemplate); err != nil {
-			t.Fatalf("ImportTemplate(%s, %q): %v", probeTar, testTemplate, err)
-		}
+	if ref := runtimetest.Template(t, r); ref != testTemplate {
+		t.Fatalf("runtimetest.Template = %q; want %q", ref, testTemplate)
 	}
 	tplReady = true
 }
