@@ -48,6 +48,7 @@ lint:
 bench: build
 	go test -run '^$$' -bench . -benchmem -benchtime 2s ./internal/... 2>&1 | grep -E '^(Benchmark|ok|PASS|FAIL|goos|cpu)'
 	$(BIN) bench sandboxd
+	$(BIN) bench runtime
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -44,13 +44,13 @@ func (r *report) add(name, value, anchor, goal string, ok bool) {
 
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%s\n", r.title)
-	fmt.Fprintf(w, "%-44s %-16s %-40s %-14s %s\n", "measure", "value", "anchors (ratio = anchor / ours)", "goal", "met")
+	fmt.Fprintf(w, "%-52s %-16s %-40s %-14s %s\n", "measure", "value", "anchors (ratio = anchor / ours)", "goal", "met")
 	for _, x := range r.rows {
 		met := "yes"
 		if !x.ok {
 			met = "NO"
 		}
-		fmt.Fprintf(w, "%-44s %-16s %-40s %-14s %s\n", x.name, x.value, x.anchor, x.goal, met)
+		fmt.Fprintf(w, "%-52s %-16s %-40s %-14s %s\n", x.name, x.value, x.anchor, x.goal, met)
 	}
 }
 

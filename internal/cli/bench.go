@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corral-sh/corral/internal/bench"
+	"github.com/corral-sh/corral/internal/runtime"
 )
 
 func benchCmd() *cobra.Command {
@@ -28,6 +29,21 @@ func benchCmd() *cobra.Command {
 		},
 	}
 	sd.Flags().BoolVar(&quick, "quick", false, "small sample counts and sizes (a smoke run)")
-	cmd.AddCommand(sd)
+	var backends []string
+	rt := &cobra.Command{
+		Use:   "runtime",
+		Short: "Benchmark the runtime backends: create latency, warm-pool claims, memory per sandbox, capacity",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := runtime.StaticBinary("")
+			if err != nil {
+				return err
+			}
+			return bench.RunRuntime(cmd.Context(), cmd.OutOrStdout(), bench.RuntimeOptions{Binary: self, Backends: backends, Quick: quick})
+		},
+	}
+	rt.Flags().BoolVar(&quick, "quick", false, "few samples and a short capacity curve (a smoke run)")
+	rt.Flags().StringSliceVar(&backends, "backend", nil, "backends to measure (default bwrap,containerd,docker)")
+	cmd.AddCommand(sd, rt)
 	return cmd
 }
