@@ -27,11 +27,12 @@ up: deps build
 	@echo "try:  $(BIN) exec --url http://$(UP_LISTEN) --token \$$(cat $(UP_DIR)/token) -- uname -a"
 	$(BIN) sandboxd --listen $(UP_LISTEN) --root $(UP_DIR)/root --token-file $(UP_DIR)/token
 
-## test: install what the suite needs, start the engines, lint, run every test.
-## The static bin/corral is what sandboxes mount (CORRAL_TEST_BINARY).
+## test: install what the suite needs, start the engines and PostgreSQL, lint,
+## run every test. The static bin/corral is what sandboxes mount.
 test: deps lint build
 	scripts/engines.sh
-	CORRAL_TEST_BINARY=$(CURDIR)/$(BIN) CGO_ENABLED=1 go test -race -count=1 -timeout 25m ./...
+	CORRAL_TEST_POSTGRES=$$(scripts/postgres.sh) CORRAL_TEST_BINARY=$(CURDIR)/$(BIN) \
+	  CGO_ENABLED=1 go test -race -count=1 -timeout 25m ./...
 
 ## deps: system packages the tests and `up` use (Debian; needs root)
 deps:

@@ -10,6 +10,7 @@ packages=(
   docker.io containerd runc iptables   # the docker and containerd runtimes
   bubblewrap                    # the bwrap runtime
   mmdebstrap                    # sandbox templates from Debian packages
+  postgresql                    # the store's second backend
 )
 
 missing=()

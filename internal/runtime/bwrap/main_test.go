@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-sh/corral/internal/testenv"
+
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
 	"github.com/corral-sh/corral/internal/runtime/runtimetest"
@@ -101,7 +103,7 @@ func newTestRuntime(t testing.TB) *Runtime {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := r.Available(ctx); err != nil {
-		runtimetest.Unavailable(t, "bwrap is not usable here: %v", err)
+		testenv.Unavailable(t, "bwrap is not usable here: %v", err)
 	}
 	templateMu.Lock()
 	defer templateMu.Unlock()

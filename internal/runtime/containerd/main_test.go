@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-sh/corral/internal/testenv"
+
 	cerrdefs "github.com/containerd/containerd/errdefs"
 
 	"github.com/corral-sh/corral/client"
@@ -77,7 +79,7 @@ func newRuntime(t testing.TB) *Runtime {
 	setupOnce.Do(func() { skipSetup, setupErr = setup(r) })
 	if setupErr != nil {
 		if skipSetup {
-			runtimetest.Unavailable(t, "%v", setupErr)
+			testenv.Unavailable(t, "%v", setupErr)
 		}
 		t.Fatal(setupErr)
 	}

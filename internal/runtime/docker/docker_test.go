@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-sh/corral/internal/testenv"
+
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
@@ -57,7 +59,7 @@ func newRuntime(t testing.TB) *Runtime {
 		availErr = r.Available(ctx)
 	})
 	if availErr != nil {
-		runtimetest.Unavailable(t, "docker backend not testable here: %v", availErr)
+		testenv.Unavailable(t, "docker backend not testable here: %v", availErr)
 	}
 	r, err := New(Config{Binary: runtimetest.Binary(t), StateDir: testStateDir, DefaultTemplate: testTemplate})
 	if err != nil {

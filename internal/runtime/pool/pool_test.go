@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-sh/corral/internal/testenv"
+
 	"github.com/corral-sh/corral/api/sandboxapi"
 	"github.com/corral-sh/corral/client"
 	"github.com/corral-sh/corral/internal/runtime"
@@ -33,7 +35,7 @@ func newRuntime(t *testing.T) (runtime.Runtime, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := r.Available(ctx); err != nil {
-		runtimetest.Unavailable(t, "bwrap is not usable here: %v", err)
+		testenv.Unavailable(t, "bwrap is not usable here: %v", err)
 	}
 	return r, runtimetest.Template(t, r)
 }

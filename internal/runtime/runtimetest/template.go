@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-sh/corral/internal/testenv"
+
 	"github.com/corral-sh/corral/internal/template"
 )
 
@@ -22,7 +24,7 @@ func Template(t testing.TB, imp template.Importer) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := template.Ensure(ctx, imp, def.Name, template.Options{}); err != nil {
-		Unavailable(t, "cannot provide template %s: %v", def.Ref(), err)
+		testenv.Unavailable(t, "cannot provide template %s: %v", def.Ref(), err)
 	}
 	return def.Ref()
 }

@@ -1,4 +1,6 @@
-package runtimetest
+// Package testenv holds helpers for tests that depend on the machine: an
+// engine, a database, a system tool.
+package testenv
 
 import (
 	"os"
