@@ -5,7 +5,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"github.com/corral-sh/corral/api/sandboxapi"
@@ -100,7 +99,8 @@ func (p *Process) Signal(sig syscall.Signal) error {
 		return errdefs.Conflictf("process %s has exited", p.id)
 	}
 	if p.isPTY {
-		if fg, err := unix.IoctlGetInt(int(p.run.ptmx.Fd()), unix.TIOCGPGRP); err == nil && fg > 0 && fg != p.run.pgid {
+		var fg int
+		if p.terminal(func(fd int) (err error) { fg, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP); return err }) == nil && fg > 0 && fg != p.run.pgid {
 			_ = syscall.Kill(-fg, sig)
 		}
 	}
@@ -108,6 +108,21 @@ func (p *Process) Signal(sig syscall.Signal) error {
 		return errdefs.Wrap(errdefs.ErrConflict, err, "signalling the process failed")
 	}
 	return nil
+}
+
+// terminal runs fn on the terminal's descriptor. Going through
+// SyscallConn (not Fd) keeps the descriptor non-blocking and safe against
+// a concurrent Close after exit, which makes it fail cleanly instead.
+func (p *Process) terminal(fn func(fd int) error) error {
+	rc, err := p.run.ptmx.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
 }
 
 // Resize sets the terminal size; the kernel then sends SIGWINCH to the
@@ -122,7 +137,8 @@ func (p *Process) Resize(rows, cols int) error {
 	if p.Exited() {
 		return errdefs.Conflictf("process %s has exited", p.id)
 	}
-	if err := pty.Setsize(p.run.ptmx, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+	ws := &unix.Winsize{Row: uint16(rows), Col: uint16(cols)}
+	if err := p.terminal(func(fd int) error { return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws) }); err != nil {
 		return errdefs.Wrap(errdefs.ErrConflict, err, "resizing the terminal failed")
 	}
 	p.mu.Lock()

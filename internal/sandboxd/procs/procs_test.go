@@ -387,3 +387,26 @@ func derefS(p *string) string {
 	}
 	return *p
 }
+
+// TestPTYExitWithBackgroundChild: a terminal process whose background
+// child keeps the terminal open is still reported exited promptly, since
+// output is drained for a bounded time after the exit.
+func TestPTYExitWithBackgroundChild(t *testing.T) {
+	m := newManager(t)
+	p, err := m.Spawn(sandboxapi.SpawnRequest{Command: "sh", Args: []string{"-c", "sleep 30 & echo started"},
+		PTY: &sandboxapi.PTYSize{Rows: 24, Cols: 80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Resize(30, 100); err != nil && !p.Exited() {
+		t.Fatalf("Resize: %v", err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("process not reported exited while its background child holds the terminal")
+	}
+	if !strings.Contains(output(p), "started") {
+		t.Errorf("output = %q; want it to contain started", output(p))
+	}
+}
