@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral-sh/corral/internal/httpmw"
 	"github.com/corral-sh/corral/internal/problem"
 )
 
@@ -66,9 +67,9 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(rt.pattern, rt.handler)
 	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	var h http.Handler = withProblemFallback(mux)
+	var h http.Handler = httpmw.ProblemFallback(mux)
 	h = s.authenticate(h)
-	h = s.observe(h)
-	h = recoverPanics(h)
+	h = httpmw.Observe(s.log, s.metrics.http)(h)
+	h = httpmw.Recover(h)
 	return h
 }

@@ -1,4 +1,4 @@
-package sandboxd
+package httpmw
 
 import (
 	"net/http"
@@ -7,10 +7,10 @@ import (
 	"github.com/corral-sh/corral/internal/problem"
 )
 
-// withProblemFallback answers requests no route matches with problem+json
+// ProblemFallback answers requests no route matches with problem+json
 // instead of ServeMux's plain text: 405 (with Allow) when the path exists
 // under another method, 404 otherwise.
-func withProblemFallback(mux *http.ServeMux) http.Handler {
+func ProblemFallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, pattern := mux.Handler(r); pattern == "" {
 			probe := &headerProbe{header: http.Header{}}

@@ -1,4 +1,4 @@
-package sandboxd
+package httpmw
 
 import (
 	"bufio"
@@ -8,11 +8,43 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// observe logs each request and records it in the metrics, labelled by the
-// route pattern (never the raw path, which would explode cardinality).
-func (s *Server) observe(next http.Handler) http.Handler {
+// Metrics are the request series of one server.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// NewMetrics registers <prefix>_http_requests_total and
+// <prefix>_http_request_duration_seconds on reg.
+func NewMetrics(reg prometheus.Registerer, prefix string) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: prefix + "_http_requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    prefix + "_http_request_duration_seconds",
+			Help:    "HTTP request duration by route pattern (streams count their whole life).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .1, .5, 2, 10, 60},
+		}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.latency)
+	return m
+}
+
+// Observe logs each request and records it in m, labelled by the route
+// pattern (never the raw path, which would explode cardinality).
+func Observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return observe(log, m, next)
+	}
+}
+
+func observe(log *slog.Logger, m *Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -26,13 +58,13 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		d := time.Since(start)
-		s.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-		s.metrics.latency.WithLabelValues(route).Observe(d.Seconds())
+		m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		m.latency.WithLabelValues(route).Observe(d.Seconds())
 		level := slog.LevelDebug
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+		log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 			"route", route, "status", status, "bytes", rec.bytes, "duration", d)
 	})
 }
