@@ -97,6 +97,7 @@ type shape struct {
 }
 
 var shapes = []shape{
+	{re: regexp.MustCompile(`\bcrl_[a-z2-7]{40}\b`), hint: "crl_"},                  // Corral's own API tokens
 	{re: regexp.MustCompile(`sk-[A-Za-z0-9_\-]{20,}`), hint: "sk-"},                 // OpenAI, Anthropic (sk-ant-..., sk-proj-...)
 	{re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}`), hint: "gh"},            // GitHub tokens
 	{re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{30,}`), hint: "github_pat_"}, // GitHub fine-grained tokens

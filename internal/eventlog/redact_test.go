@@ -18,6 +18,7 @@ func TestRedactorString(t *testing.T) {
 		{"key sk-proj-abcdefghijklmnopqrstuvwxyz0123 ok", "key [REDACTED] ok"},
 		{"ANTHROPIC_API_KEY=sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAA", "ANTHROPIC_API_KEY=[REDACTED]"},
 		{"sk-short", "sk-short"},
+		{"export CORRAL_TOKEN=crl_abcdefghijklmnopqrstuvwxyz234567abcdefgh", "export CORRAL_TOKEN=[REDACTED]"},
 		{"token ghp_0123456789abcdefghijABCDEFGHIJklmnop", "token [REDACTED]"},
 		{"github_pat_11AAAAAAA0123456789_abcdefghijklmnopqrstuvwxyz", "[REDACTED]"},
 		{"Authorization: Bearer eyJhbGciOi.JIUzI1NiJ9.abc-def_ghi", "Authorization: Bearer [REDACTED]"},
