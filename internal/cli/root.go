@@ -17,7 +17,7 @@ func Run(ctx context.Context, args []string) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(versionCmd(), sandboxdCmd(), attachCmd(), execCmd(), benchCmd(), runtimeCmd(), templateCmd())
+	root.AddCommand(versionCmd(), upCmd(), sandboxdCmd(), attachCmd(), execCmd(), benchCmd(), runtimeCmd(), templateCmd())
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }

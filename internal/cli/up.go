@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corral-sh/corral/internal/controlplane"
+	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/userconfig"
+)
+
+func upCmd() *cobra.Command {
+	var (
+		cfg      controlplane.Config
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run the control plane: jobs, sandboxes and their API",
+		Long: `up runs Corral's control plane on --listen (127.0.0.1:7070).
+
+On first start it creates an admin token, prints it once and writes it, with
+the server's URL, to the CLI's config file (0600), so the other commands just
+work. CORRAL_ADMIN_TOKEN, if set on first start, becomes that token.
+
+Sandboxes come from the strongest runtime available (see 'corral runtime ls')
+unless --runtime names one; the store is SQLite in --data-dir unless
+--database names a postgres:// URL.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			if cfg.Binary, err = runtime.StaticBinary(""); err != nil {
+				return err
+			}
+			cfg.AdminToken = os.Getenv("CORRAL_ADMIN_TOKEN")
+			cfg.ConfigPath = userconfig.Path()
+			cfg.Log = log
+			cfg.Out = cmd.ErrOrStderr()
+			ctx := cmd.Context()
+			srv, err := controlplane.New(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			ln, err := controlplane.Listen(cfg.Listen)
+			if err != nil {
+				return err
+			}
+			log.Info("corral up", "listen", cfg.Listen, "data_dir", cfg.DataDir)
+			return srv.Run(ctx, ln)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "address to serve the API on")
+	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "directory for the SQLite store and job artifacts")
+	f.StringVar(&cfg.Database, "database", "", "store URL: sqlite:/path or postgres://... (default: SQLite in --data-dir)")
+	f.StringVar(&cfg.Runtime, "runtime", "", "default sandbox runtime (default: the strongest available)")
+	f.BoolVar(&cfg.UnsafeLocal, "unsafe-local", false, "allow the local runtime, which has NO isolation")
+	f.StringVar(&cfg.StateRoot, "state-root", "", "host state of the runtimes (default /var/lib/corral)")
+	f.IntVar(&cfg.Workers, "workers", 4, "jobs this process runs at once")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+// defaultDataDir is the user's data directory: $XDG_DATA_HOME/corral or
+// ~/.local/share/corral.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "corral")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "corral")
+	}
+	return fmt.Sprintf("/tmp/corral-%d", os.Getuid())
+}

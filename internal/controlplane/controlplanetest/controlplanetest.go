@@ -1,0 +1,135 @@
+// Package controlplanetest starts a real control plane for tests: a real
+// store (SQLite in a temp dir, or PostgreSQL), the real bwrap runtime with
+// the minimal template, real sandboxes, served on 127.0.0.1.
+package controlplanetest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/corral-sh/corral/internal/controlplane"
+	"github.com/corral-sh/corral/internal/runtime/catalog"
+	"github.com/corral-sh/corral/internal/runtime/runtimetest"
+	"github.com/corral-sh/corral/internal/template"
+	"github.com/corral-sh/corral/internal/testenv"
+)
+
+// Server is a running control plane.
+type Server struct {
+	URL      string // "http://127.0.0.1:port"
+	Token    string // the admin token
+	Template string // the template every test should ask for
+	DataDir  string
+	Config   controlplane.Config
+	srv      *controlplane.Server
+	stop     func()
+}
+
+// Options tune Start.
+type Options struct {
+	// Database is a store URL; SQLite in a temp dir when "".
+	Database string
+	// Runtime is the backend; "bwrap" (the fastest) when "".
+	Runtime string
+	// DataDir and StateRoot are reused when set (to restart a server over
+	// the same state); fresh temp dirs when "".
+	DataDir, StateRoot string
+	// Token is the admin token; a fixed test token when "".
+	Token string
+}
+
+// Start starts a control plane and stops it when the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Runtime == "" {
+		opts.Runtime = "bwrap"
+	}
+	if opts.Token == "" {
+		opts.Token = "crl_test_admin_token_0123456789"
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.StateRoot == "" {
+		dir, err := os.MkdirTemp("", "corral-cp-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(dir, 0o755) // bwrap sandboxes run as uid 1000 and must reach it
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		opts.StateRoot = dir
+	}
+	cfg := controlplane.Config{
+		Listen:     "127.0.0.1:0",
+		DataDir:    opts.DataDir,
+		Database:   opts.Database,
+		Runtime:    opts.Runtime,
+		StateRoot:  opts.StateRoot,
+		Binary:     runtimetest.Binary(t),
+		AdminToken: opts.Token,
+		ConfigPath: filepath.Join(opts.DataDir, "cli-config.json"),
+		Workers:    4,
+		Out:        io.Discard,
+		Log:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	// The template goes into the backend before the server opens it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rt, err := catalog.Open(ctx, opts.Runtime, catalog.Config{Binary: cfg.Binary, StateRoot: cfg.StateRoot})
+	if err != nil {
+		testenv.Unavailable(t, "runtime %s: %v", opts.Runtime, err)
+	}
+	imp, ok := rt.(template.Importer)
+	if !ok {
+		t.Fatalf("runtime %s cannot hold templates", opts.Runtime)
+	}
+	tpl := runtimetest.Template(t, imp)
+	_ = catalog.Close(rt)
+
+	srv, err := controlplane.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("controlplane.New: %v", err)
+	}
+	ln, err := controlplane.Listen(cfg.Listen)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(rctx, ln) }()
+	s := &Server{URL: "http://" + ln.Addr().String(), Token: opts.Token, Template: tpl, DataDir: opts.DataDir, Config: cfg, srv: srv}
+	s.Config.StateRoot = opts.StateRoot
+	s.stop = func() {
+		rcancel()
+		if err := <-done; err != nil {
+			t.Errorf("control plane Run: %v", err)
+		}
+		srv.Close()
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Stop stops the server (idempotent): a clean shutdown, not a crash.
+func (s *Server) Stop() {
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
+}
+
+// Handler is the server's HTTP handler, for tests that validate it.
+func (s *Server) Handler() *controlplane.Server { return s.srv }
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}

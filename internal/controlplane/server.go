@@ -1,0 +1,264 @@
+// Package controlplane is Corral's orchestration server (`corral up`,
+// DESIGN.md §3): the HTTP API over jobs, sandboxes, tokens and event logs,
+// the proxy to every sandbox's daemon, and the wiring of the store, the
+// event broker, the runtimes, the sandboxes service and the job engine.
+//
+// Lifetime: New opens everything; Run reconciles sandboxes and jobs left
+// by an earlier process, starts the background loops (sandbox expiry, job
+// workers and guardian), serves until its context ends, then shuts down
+// in reverse order. Handlers hold no state of their own.
+package controlplane
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/corral-sh/corral/internal/auth"
+	"github.com/corral-sh/corral/internal/eventlog"
+	"github.com/corral-sh/corral/internal/httpmw"
+	"github.com/corral-sh/corral/internal/jobs"
+	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/runtime/catalog"
+	"github.com/corral-sh/corral/internal/sandboxes"
+	"github.com/corral-sh/corral/internal/sandboxproxy"
+	"github.com/corral-sh/corral/internal/store"
+)
+
+// Config configures the control plane.
+type Config struct {
+	// Listen is the address to serve on; 127.0.0.1:7070 when empty.
+	Listen string
+	// DataDir holds the SQLite database and the job artifacts.
+	DataDir string
+	// Database is a store URL; sqlite:<DataDir>/corral.db when empty.
+	Database string
+	// Runtime names the default backend; the strongest available when "".
+	Runtime string
+	// UnsafeLocal allows the local backend (no isolation).
+	UnsafeLocal bool
+	// StateRoot holds the backends' host state; catalog's default when "".
+	StateRoot string
+	// Binary is the static corral binary sandboxes run; this one when "".
+	Binary string
+	// AdminToken (CORRAL_ADMIN_TOKEN) becomes the admin token on first start.
+	AdminToken string
+	// ConfigPath is where the CLI's credentials are written on first start.
+	ConfigPath string
+	// Workers is how many jobs this process runs at once.
+	Workers int
+	// WorkerID names this process in job claims; host name and a hash of
+	// DataDir when "", so a restart reclaims its predecessor's jobs.
+	WorkerID string
+	// Out receives the one-time admin token line; os.Stderr when nil.
+	Out io.Writer
+	Log *slog.Logger
+}
+
+// Server is a running control plane.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *store.Store
+	broker   *eventlog.Broker
+	auth     *auth.Authenticator
+	runtimes map[string]runtime.Runtime
+	sbx      *sandboxes.Service
+	jobs     *jobs.Manager
+	proxy    http.Handler
+	reg      *prometheus.Registry
+	metrics  *httpmw.Metrics
+	handler  http.Handler
+
+	specOnce sync.Once
+	spec     []byte
+	specErr  error
+}
+
+// New opens the store, bootstraps the admin token, opens the runtimes and
+// builds the services. Close releases what New opened.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:7070"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Out == nil {
+		cfg.Out = os.Stderr
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("controlplane: a data directory is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if cfg.Database == "" {
+		cfg.Database = "sqlite:" + filepath.Join(cfg.DataDir, "corral.db")
+	}
+	if cfg.WorkerID == "" {
+		// Stable across restarts of the same installation, so a restarted
+		// process reclaims the jobs its predecessor held.
+		host, _ := os.Hostname()
+		sum := sha256.Sum256([]byte(cfg.DataDir))
+		cfg.WorkerID = fmt.Sprintf("%s-%x", host, sum[:4])
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, reg: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics = httpmw.NewMetrics(s.reg, "corral")
+
+	if s.store, err = store.Open(ctx, cfg.Database, cfg.Log); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if s.broker, err = eventlog.New(ctx, s.store, eventlog.Options{Log: cfg.Log}); err != nil {
+		return nil, fmt.Errorf("event broker: %w", err)
+	}
+	s.auth = auth.New(s.store, auth.Options{Log: cfg.Log})
+	if _, err := auth.Bootstrap(ctx, s.store, auth.BootstrapOptions{
+		EnvToken: cfg.AdminToken, ServerURL: "http://" + cfg.Listen, ConfigPath: cfg.ConfigPath, Out: cfg.Out,
+	}); err != nil {
+		return nil, fmt.Errorf("bootstrap admin token: %w", err)
+	}
+	if err := s.openRuntimes(ctx); err != nil {
+		return nil, err
+	}
+	s.sbx = sandboxes.New(sandboxes.Options{Store: s.store, Runtimes: s.runtimes, Default: s.cfg.Runtime, Log: cfg.Log})
+	if s.jobs, err = jobs.New(jobs.Options{
+		Store: s.store, Broker: s.broker, Sandboxes: jobSandboxes{s.sbx},
+		WorkerID: cfg.WorkerID, Workers: cfg.Workers,
+		ArtifactsDir: filepath.Join(cfg.DataDir, "artifacts"), Log: cfg.Log,
+	}); err != nil {
+		return nil, err
+	}
+	s.proxy = sandboxproxy.New(s.sbx, tenantOf, cfg.Log)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// openRuntimes opens every available backend; the default is the one
+// named in Config.Runtime or the strongest available.
+func (s *Server) openRuntimes(ctx context.Context) error {
+	cc := catalog.Config{Binary: s.cfg.Binary, StateRoot: s.cfg.StateRoot, UnsafeLocal: s.cfg.UnsafeLocal}
+	s.runtimes = map[string]runtime.Runtime{}
+	for _, st := range catalog.Probe(ctx, cc) {
+		if !st.Available {
+			s.log.Info("runtime unavailable", "runtime", st.Name, "reason", st.Reason)
+			continue
+		}
+		rt, err := catalog.Open(ctx, st.Name, cc)
+		if err != nil {
+			s.log.Warn("runtime failed to open", "runtime", st.Name, "err", err)
+			continue
+		}
+		s.runtimes[st.Name] = rt
+		if s.cfg.Runtime == "" {
+			s.cfg.Runtime = st.Name // Probe lists the strongest first
+		}
+	}
+	if len(s.runtimes) == 0 {
+		return errors.New("no sandbox runtime is available; see `corral runtime ls`")
+	}
+	if s.runtimes[s.cfg.Runtime] == nil {
+		return fmt.Errorf("runtime %q is not available; see `corral runtime ls`", s.cfg.Runtime)
+	}
+	s.log.Info("runtimes ready", "default", s.cfg.Runtime, "available", len(s.runtimes))
+	return nil
+}
+
+// Handler is the whole HTTP API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run reconciles what an earlier process left, runs the background loops
+// and serves ln until ctx ends.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	if rep, err := s.sbx.Reconcile(ctx); err != nil {
+		s.log.Warn("reconciling sandboxes", "err", err)
+	} else {
+		s.log.Info("sandboxes reconciled", "report", rep)
+	}
+	if err := s.jobs.Recover(ctx); err != nil {
+		return fmt.Errorf("recover jobs: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { s.sbx.Run(gctx); return nil })
+	g.Go(func() error { return s.jobs.Run(gctx) })
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return gctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	g.Go(func() error {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+		return nil
+	})
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// Close releases the store, the broker and the runtimes.
+func (s *Server) Close() {
+	if s.broker != nil {
+		s.broker.Close()
+	}
+	for _, rt := range s.runtimes {
+		_ = catalog.Close(rt)
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+}
+
+// tenantOf is the caller's tenant, for the sandbox proxy.
+func tenantOf(r *http.Request) (string, bool) {
+	p, ok := auth.FromContext(r.Context())
+	return p.TenantID, ok
+}
+
+func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) error {
+	promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	return nil
+}
+
+// Listen opens the TCP listener for Run.
+func Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
