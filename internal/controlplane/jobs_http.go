@@ -149,4 +149,3 @@ func coarseStatus(st string) string {
 		return "error"
 	}
 }
-

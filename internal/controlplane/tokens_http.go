@@ -64,4 +64,3 @@ func principal(r *http.Request) auth.Principal {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
