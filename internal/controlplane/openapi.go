@@ -34,8 +34,9 @@ func (s *Server) OpenAPI() (*openapi3.T, error) {
 			},
 		},
 	}
-	gen := openapi3gen.NewGenerator(openapi3gen.CreateComponentSchemas(openapi3gen.ExportComponentSchemasOptions{ExportComponentSchemas: true}),
-		openapi3gen.SchemaCustomizer(nullableTime))
+	// Schemas are inlined: the generator's component export leaves nested
+	// types unresolved.
+	gen := openapi3gen.NewGenerator(openapi3gen.SchemaCustomizer(nullableTime))
 	schema := func(v any) (*openapi3.SchemaRef, error) {
 		ref, err := gen.NewSchemaRefForValue(v, doc.Components.Schemas)
 		if err != nil {
@@ -54,7 +55,6 @@ func (s *Server) OpenAPI() (*openapi3.T, error) {
 	for _, rt := range s.table() {
 		op := openapi3.NewOperation()
 		op.Summary = rt.summary
-		op.OperationID = operationID(rt)
 		if !rt.public {
 			op.Security = security
 		}
@@ -85,6 +85,9 @@ func (s *Server) OpenAPI() (*openapi3.T, error) {
 				return nil, err
 			}
 			ok.WithContent(openapi3.NewContentWithJSONSchemaRef(ref))
+		case rt.media == mediaAny || rt.media == "application/json":
+			// A pass-through (the sandboxd proxy) or a document: any body.
+			ok.WithContent(openapi3.Content{rt.media: openapi3.NewMediaType().WithSchema(openapi3.NewSchema())})
 		case rt.media != "":
 			ok.WithContent(openapi3.Content{rt.media: openapi3.NewMediaType().WithSchema(openapi3.NewStringSchema())})
 		}
@@ -97,7 +100,9 @@ func (s *Server) OpenAPI() (*openapi3.T, error) {
 			methods = []string{"GET", "POST", "PUT", "DELETE"}
 		}
 		for _, m := range methods {
-			doc.AddOperation(rt.path, m, op)
+			mop := *op
+			mop.OperationID = operationID(m, rt.path)
+			doc.AddOperation(rt.path, m, &mop)
 		}
 	}
 	return doc, nil
@@ -112,9 +117,9 @@ func nullableTime(name string, t reflect.Type, tag reflect.StructTag, schema *op
 	return nil
 }
 
-func operationID(rt route) string {
-	p := strings.NewReplacer("/v1/", "", "{", "", "}", "", "/", "_", ".", "_").Replace(strings.TrimPrefix(rt.path, "/"))
-	return strings.ToLower(rt.method) + "_" + strings.Trim(p, "_")
+func operationID(method, path string) string {
+	p := strings.NewReplacer("v1/", "", "{", "", "}", "", "/", "_", ".", "_").Replace(strings.TrimPrefix(path, "/"))
+	return strings.ToLower(method) + "_" + strings.Trim(p, "_")
 }
 
 // openapiHandler serves the document, built once.

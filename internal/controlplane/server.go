@@ -190,12 +190,17 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Run reconciles what an earlier process left, runs the background loops
 // and serves ln until ctx ends.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	if rep, err := s.sbx.Reconcile(ctx); err != nil {
+	if rep, err := s.sbx.Reconcile(ctx); ctx.Err() != nil {
+		return nil // stopped while starting
+	} else if err != nil {
 		s.log.Warn("reconciling sandboxes", "err", err)
 	} else {
 		s.log.Info("sandboxes reconciled", "report", rep)
 	}
 	if err := s.jobs.Recover(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("recover jobs: %w", err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
