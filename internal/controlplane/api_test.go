@@ -33,7 +33,12 @@ type api struct {
 
 func newAPI(t *testing.T) *api {
 	t.Helper()
-	srv := controlplanetest.Start(t, controlplanetest.Options{})
+	return apiFor(t, controlplanetest.Start(t, controlplanetest.Options{}))
+}
+
+// apiFor wraps a running server.
+func apiFor(t *testing.T, srv *controlplanetest.Server) *api {
+	t.Helper()
 	doc, err := srv.Handler().OpenAPI()
 	if err != nil {
 		t.Fatalf("OpenAPI: %v", err)

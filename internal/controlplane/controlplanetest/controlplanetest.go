@@ -41,6 +41,8 @@ type Options struct {
 	DataDir, StateRoot string
 	// Token is the admin token; a fixed test token when "".
 	Token string
+	// WorkerID names the server in job claims; derived from DataDir when "".
+	WorkerID string
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -56,13 +58,7 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.DataDir = t.TempDir()
 	}
 	if opts.StateRoot == "" {
-		dir, err := os.MkdirTemp("", "corral-cp-test-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Chmod(dir, 0o755) // bwrap sandboxes run as uid 1000 and must reach it
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		opts.StateRoot = dir
+		opts.StateRoot = StateRoot(t)
 	}
 	cfg := controlplane.Config{
 		Listen:     "127.0.0.1:0",
@@ -74,22 +70,13 @@ func Start(t testing.TB, opts Options) *Server {
 		AdminToken: opts.Token,
 		ConfigPath: filepath.Join(opts.DataDir, "cli-config.json"),
 		Workers:    4,
+		WorkerID:   opts.WorkerID,
 		Out:        io.Discard,
 		Log:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
-	// The template goes into the backend before the server opens it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	tpl := Prepare(t, opts.Runtime, opts.StateRoot)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := catalog.Open(ctx, opts.Runtime, catalog.Config{Binary: cfg.Binary, StateRoot: cfg.StateRoot})
-	if err != nil {
-		testenv.Unavailable(t, "runtime %s: %v", opts.Runtime, err)
-	}
-	imp, ok := rt.(template.Importer)
-	if !ok {
-		t.Fatalf("runtime %s cannot hold templates", opts.Runtime)
-	}
-	tpl := runtimetest.Template(t, imp)
-	_ = catalog.Close(rt)
 
 	srv, err := controlplane.New(ctx, cfg)
 	if err != nil {
@@ -132,4 +119,36 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// StateRoot returns a fresh runtime state root that bwrap sandboxes
+// (uid 1000) can reach, removed when the test ends.
+func StateRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "corral-cp-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// Prepare makes sure backend name, over stateRoot, has the minimal
+// template (built on first use) before a server opens it, and returns the
+// template's ref.
+func Prepare(t testing.TB, name, stateRoot string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rt, err := catalog.Open(ctx, name, catalog.Config{Binary: runtimetest.Binary(t), StateRoot: stateRoot})
+	if err != nil {
+		testenv.Unavailable(t, "runtime %s: %v", name, err)
+	}
+	defer catalog.Close(rt)
+	imp, ok := rt.(template.Importer)
+	if !ok {
+		t.Fatalf("runtime %s cannot hold templates", name)
+	}
+	return runtimetest.Template(t, imp)
 }
