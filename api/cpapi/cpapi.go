@@ -149,11 +149,16 @@ type MessageData struct {
 }
 
 // OutputData is the data of a process.output event. Data holds the bytes
-// as text when they are valid UTF-8, else DataBase64 holds them.
+// as text when they are valid UTF-8, else DataBase64 holds them. Offset is
+// the chunk's position in the process's output and Bytes its raw length,
+// so a reader can tell the log is complete (and a recovering control
+// plane where to resume).
 type OutputData struct {
 	Stream     string `json:"stream"` // stdout or stderr
 	Data       string `json:"data,omitempty"`
 	DataBase64 string `json:"data_base64,omitempty"`
+	Offset     int64  `json:"offset"`
+	Bytes      int64  `json:"bytes"`
 }
 
 // EventPage is GET /v1/jobs/{id}/events with Accept: application/json.

@@ -147,3 +147,33 @@ func (s *Store) claimUpdate(ctx context.Context, op, id, workerID, query string,
 	}
 	return errdefs.Conflictf("job %q (%s) is not claimed by %q", id, st, workerID)
 }
+
+// AdoptJob gives worker workerID the claim on job id when the job is in a
+// working state (creating, running or completing) and its lease is free or
+// already workerID's: how a replica takes over the jobs of a worker that
+// died for good. It is one compare-and-set, so two replicas can never both
+// adopt a job; a job held under a live lease, or final, is ErrConflict.
+func (s *Store) AdoptJob(ctx context.Context, id, workerID string, lease time.Duration) (*Job, error) {
+	if workerID == "" {
+		return nil, errdefs.Invalidf("worker id must not be empty")
+	}
+	if lease <= 0 {
+		return nil, errdefs.Invalidf("lease must be positive, got %v", lease)
+	}
+	now := s.now()
+	row := s.w.QueryRowContext(ctx, `UPDATE jobs SET claimed_by = $2, claim_expires_at = $3
+		WHERE id = $1 AND status IN ('creating', 'running', 'completing')
+		AND (claimed_by = $2 OR claimed_by = '' OR claim_expires_at IS NULL OR claim_expires_at <= $4)
+		RETURNING `+jobCols, id, workerID, now.Add(lease).UnixNano(), now.UnixNano())
+	j, err := scanJob(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, gerr := s.LoadJob(ctx, id); gerr != nil {
+			return nil, gerr
+		}
+		return nil, errdefs.Conflictf("job %q is final or held under a live lease", id)
+	}
+	if err != nil {
+		return nil, s.dbErr("adopt job", err)
+	}
+	return j, nil
+}

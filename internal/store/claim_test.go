@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -225,4 +227,56 @@ func contains(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// testAdoptJob: a working job whose lease ran out is adopted by exactly
+// one of several racing workers; a live lease or a final job is refused.
+func testAdoptJob(t *testing.T, b storetest.Backend) {
+	ctx := context.Background()
+	s1, url := storetest.Fresh(t, b)
+	s2 := storetest.Open(t, url)
+	var clock fakeClock
+	s1.SetClock(clock.now)
+	s2.SetClock(clock.now)
+	tn := storetest.Tenant(t, s1, "a", 0)
+	job := storetest.Job(t, s1, tn.ID)
+	j, err := s1.ClaimJob(ctx, "dead", time.Minute)
+	must(t, "ClaimJob", err)
+	_, err = s1.TransitionJob(ctx, j.ID, store.JobPending, store.JobCreating, "", nil)
+	must(t, "to creating", err)
+	_, err = s1.TransitionJob(ctx, j.ID, store.JobCreating, store.JobRunning, "", nil)
+	must(t, "to running", err)
+
+	if _, err := s2.AdoptJob(ctx, job.ID, "thief", time.Minute); !errors.Is(err, errdefs.ErrConflict) {
+		t.Fatalf("AdoptJob under a live lease = %v; want conflict", err)
+	}
+	if _, err := s2.AdoptJob(ctx, "job_nope", "w", time.Minute); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Errorf("AdoptJob(unknown) = %v; want not found", err)
+	}
+	clock.advance(2 * time.Minute) // the dead worker's lease runs out
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		s := []*store.Store{s1, s2}[i%2]
+		wg.Go(func() {
+			if aj, err := s.AdoptJob(ctx, job.ID, fmt.Sprint("w", i), time.Minute); err == nil {
+				if aj.ClaimedBy != fmt.Sprint("w", i) || aj.Status != store.JobRunning {
+					t.Errorf("adopted job = claimed by %q, %s", aj.ClaimedBy, aj.Status)
+				}
+				wins.Add(1)
+			} else if !errors.Is(err, errdefs.ErrConflict) {
+				t.Errorf("AdoptJob: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d workers adopted the job; want exactly 1", wins.Load())
+	}
+	_, err = s1.TransitionJob(ctx, job.ID, store.JobRunning, store.JobFailed, "x", nil)
+	must(t, "to failed", err)
+	clock.advance(2 * time.Minute)
+	if _, err := s1.AdoptJob(ctx, job.ID, "late", time.Minute); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("AdoptJob of a final job = %v; want conflict", err)
+	}
 }

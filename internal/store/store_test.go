@@ -26,6 +26,7 @@ var conformance = []struct {
 	{"ClaimExclusive", testClaimExclusive},
 	{"ClaimLease", testClaimLease},
 	{"ClaimTenantLimit", testClaimTenantLimit},
+	{"AdoptJob", testAdoptJob},
 	{"EventsGapFree", testEventsGapFree},
 	{"EventsBatchAndPaging", testEventsBatchAndPaging},
 	{"EventsBadInput", testEventsBadInput},
