@@ -50,6 +50,7 @@ bench: build
 	go test -run '^$$' -bench . -benchmem -benchtime 2s ./internal/... 2>&1 | grep -E '^(Benchmark|ok|PASS|FAIL|goos|cpu)'
 	$(BIN) bench sandboxd
 	$(BIN) bench runtime
+	$(BIN) bench controlplane --postgres "$$(scripts/postgres.sh)"
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

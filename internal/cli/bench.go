@@ -44,6 +44,21 @@ func benchCmd() *cobra.Command {
 	}
 	rt.Flags().BoolVar(&quick, "quick", false, "few samples and a short capacity curve (a smoke run)")
 	rt.Flags().StringSliceVar(&backends, "backend", nil, "backends to measure (default bwrap,containerd,docker)")
-	cmd.AddCommand(sd, rt)
+	var pg string
+	cp := &cobra.Command{
+		Use:   "controlplane",
+		Short: "Benchmark the control plane: job start latency, jobs/s, event append rate, SSE fan-out, proxy overhead",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := runtime.StaticBinary("")
+			if err != nil {
+				return err
+			}
+			return bench.RunControlPlane(cmd.Context(), cmd.OutOrStdout(), bench.ControlPlaneOptions{Binary: self, Postgres: pg, Quick: quick})
+		},
+	}
+	cp.Flags().BoolVar(&quick, "quick", false, "few samples (a smoke run)")
+	cp.Flags().StringVar(&pg, "postgres", "", "PostgreSQL URL for the event-append figure (scripts/postgres.sh prints one)")
+	cmd.AddCommand(sd, rt, cp)
 	return cmd
 }

@@ -64,6 +64,9 @@ unless --runtime names one; the store is SQLite in --data-dir unless
 	f.BoolVar(&cfg.UnsafeLocal, "unsafe-local", false, "allow the local runtime, which has NO isolation")
 	f.StringVar(&cfg.StateRoot, "state-root", "", "host state of the runtimes (default /var/lib/corral)")
 	f.IntVar(&cfg.Workers, "workers", 4, "jobs this process runs at once")
+	f.IntVar(&cfg.PoolSize, "pool-size", 2, "sandboxes kept warm for plain requests (0: none)")
+	f.StringVar(&cfg.PoolTemplate, "pool-template", "", "template of the warm sandboxes (default "+runtime.DefaultTemplate+")")
+	f.Float64Var(&cfg.RateLimit, "rate-limit", 100, "requests per second per tenant (negative: unlimited)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

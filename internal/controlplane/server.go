@@ -34,6 +34,7 @@ import (
 	"github.com/corral-sh/corral/internal/jobs"
 	"github.com/corral-sh/corral/internal/runtime"
 	"github.com/corral-sh/corral/internal/runtime/catalog"
+	"github.com/corral-sh/corral/internal/runtime/pool"
 	"github.com/corral-sh/corral/internal/sandboxes"
 	"github.com/corral-sh/corral/internal/sandboxproxy"
 	"github.com/corral-sh/corral/internal/store"
@@ -64,6 +65,14 @@ type Config struct {
 	// WorkerID names this process in job claims; host name and a hash of
 	// DataDir when "", so a restart reclaims its predecessor's jobs.
 	WorkerID string
+	// PoolSize keeps that many sandboxes warm for the default runtime and
+	// PoolTemplate (runtime.DefaultTemplate when ""), no limits, network
+	// none: what a plain job or sandbox request gets. 0 disables the pool.
+	PoolSize     int
+	PoolTemplate string
+	// RateLimit is each tenant's request rate (per second, burst twice
+	// that); 100 when 0, none when negative.
+	RateLimit float64
 	// Out receives the one-time admin token line; os.Stderr when nil.
 	Out io.Writer
 	Log *slog.Logger
@@ -78,6 +87,7 @@ type Server struct {
 	auth     *auth.Authenticator
 	runtimes map[string]runtime.Runtime
 	sbx      *sandboxes.Service
+	pool     *pool.Pool // nil without Config.PoolSize
 	jobs     *jobs.Manager
 	proxy    http.Handler
 	reg      *prometheus.Registry
@@ -132,7 +142,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.broker, err = eventlog.New(ctx, s.store, eventlog.Options{Log: cfg.Log}); err != nil {
 		return nil, fmt.Errorf("event broker: %w", err)
 	}
-	s.auth = auth.New(s.store, auth.Options{Log: cfg.Log})
+	rate := cfg.RateLimit
+	if rate == 0 {
+		rate = 100
+	}
+	s.auth = auth.New(s.store, auth.Options{RatePerSecond: rate, Burst: int(2 * max(rate, 1)), Log: cfg.Log})
 	if _, err := auth.Bootstrap(ctx, s.store, auth.BootstrapOptions{
 		EnvToken: cfg.AdminToken, ServerURL: "http://" + cfg.Listen, ConfigPath: cfg.ConfigPath, Out: cfg.Out,
 	}); err != nil {
@@ -141,7 +155,12 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.openRuntimes(ctx); err != nil {
 		return nil, err
 	}
-	s.sbx = sandboxes.New(sandboxes.Options{Store: s.store, Runtimes: s.runtimes, Default: s.cfg.Runtime, Log: cfg.Log})
+	pools := map[string]*pool.Pool{}
+	if cfg.PoolSize > 0 {
+		s.pool = pool.New(s.runtimes[s.cfg.Runtime], cfg.PoolSize, cfg.Log)
+		pools[s.cfg.Runtime] = s.pool
+	}
+	s.sbx = sandboxes.New(sandboxes.Options{Store: s.store, Runtimes: s.runtimes, Default: s.cfg.Runtime, Pools: pools, Log: cfg.Log})
 	if s.jobs, err = jobs.New(jobs.Options{
 		Store: s.store, Broker: s.broker, Sandboxes: jobSandboxes{s.sbx},
 		WorkerID: cfg.WorkerID, Workers: cfg.Workers,
@@ -197,6 +216,13 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	} else {
 		s.log.Info("sandboxes reconciled", "report", rep)
 	}
+	if s.pool != nil { // only now: Reconcile deletes sandboxes it has no record of
+		tpl := s.cfg.PoolTemplate
+		if tpl == "" {
+			tpl = runtime.DefaultTemplate
+		}
+		s.pool.Warm(pool.Key{Template: tpl, Network: runtime.NetworkNone})
+	}
 	if err := s.jobs.Recover(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -237,6 +263,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 
 // Close releases the store, the broker and the runtimes.
 func (s *Server) Close() {
+	if s.pool != nil {
+		s.pool.Close() // deletes the unclaimed sandboxes
+	}
 	if s.broker != nil {
 		s.broker.Close()
 	}
