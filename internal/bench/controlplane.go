@@ -336,4 +336,3 @@ func appendRate(ctx context.Context, url string) (float64, error) {
 	}
 	return float64(rounds*len(batch)) / time.Since(t).Seconds(), nil
 }
-
