@@ -12,12 +12,12 @@ import (
 // its consumer-side interface (jobs.Sandboxes) asks for.
 type jobSandboxes struct{ svc *sandboxes.Service }
 
-func (j jobSandboxes) Create(ctx context.Context, tenantID string, req cpapi.SandboxRequest, jobID string) (string, error) {
+func (j jobSandboxes) Create(ctx context.Context, tenantID string, req cpapi.SandboxRequest, jobID string) (id, runtime string, err error) {
 	sb, err := j.svc.Create(ctx, tenantID, req, sandboxes.CreateOptions{JobID: jobID})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return sb.ID, nil
+	return sb.ID, sb.Runtime, nil
 }
 
 func (j jobSandboxes) Client(ctx context.Context, tenantID, id string) (*client.Client, error) {

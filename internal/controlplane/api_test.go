@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -181,7 +182,7 @@ func TestJobLifecycleOverHTTP(t *testing.T) {
 	}
 	done := a.waitJob(j.ID, cpapi.JobCompleted, cpapi.JobFailed)
 	if done.Status != cpapi.JobCompleted || done.Result == nil || done.Result.ExitCode == nil || *done.Result.ExitCode != 0 ||
-		done.StartedAt == nil || done.FinishedAt == nil || done.SandboxID == "" {
+		done.StartedAt == nil || done.FinishedAt == nil || done.SandboxID == "" || done.Runtime != "bwrap" {
 		t.Fatalf("finished job = %+v", done)
 	}
 	evs := a.events(j.ID)
@@ -425,5 +426,40 @@ func TestPublicRoutes(t *testing.T) {
 	_, body := a.do("GET", "/metrics", nil)
 	if !strings.Contains(string(body), "corral_http_requests_total") {
 		t.Errorf("metrics lack corral_http_requests_total")
+	}
+}
+
+// TestDockerJobs runs the job life cycle on the Docker runtime: a job
+// completes with its artifacts, and one whose sandbox is removed from
+// outside fails sandbox_lost.
+func TestDockerJobs(t *testing.T) {
+	a := apiFor(t, controlplanetest.Start(t, controlplanetest.Options{Runtime: "docker"}))
+	j := a.submit(cpapi.JobRequest{Agent: "script", Command: "echo from docker; echo data > result.txt"})
+	done := a.waitJob(j.ID, cpapi.JobCompleted, cpapi.JobFailed)
+	if done.Status != cpapi.JobCompleted || done.Runtime != "docker" || outputOf(a.events(j.ID)) != "from docker\n" {
+		t.Fatalf("docker job = %+v", done)
+	}
+	resp, zipBody := a.do("GET", "/v1/jobs/"+j.ID+"/artifacts", nil)
+	if resp.StatusCode != 200 || !bytes.Contains(zipBody, []byte("workspace/result.txt")) {
+		t.Errorf("docker job artifacts = %d, %d bytes", resp.StatusCode, len(zipBody))
+	}
+	lost := a.submit(cpapi.JobRequest{Agent: "script", Command: "echo up; sleep 120"})
+	running := a.waitJob(lost.ID, cpapi.JobRunning)
+	for running.SandboxID == "" {
+		running = a.waitJob(lost.ID, cpapi.JobRunning)
+	}
+	killContainer(t, "corral-"+running.SandboxID)
+	if got := a.waitJob(lost.ID, cpapi.JobFailed, cpapi.JobCompleted); got.StatusReason != cpapi.ReasonSandboxLost {
+		t.Errorf("job whose sandbox was killed = %+v; want failed: sandbox_lost", got)
+	}
+}
+
+// killContainer removes a container behind Corral's back, as an operator
+// or an OOM-happy host would.
+func killContainer(t *testing.T, name string) {
+	t.Helper()
+	out, err := exec.Command("docker", "rm", "-f", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker rm -f %s: %v: %s", name, err, out)
 	}
 }

@@ -127,9 +127,9 @@ func newSandboxes(rt runtime.Runtime, tpl string) *sandboxes {
 		owners: map[string]string{}, jobs: map[string]int{}}
 }
 
-func (s *sandboxes) Create(ctx context.Context, tenantID string, req cpapi.SandboxRequest, jobID string) (string, error) {
+func (s *sandboxes) Create(ctx context.Context, tenantID string, req cpapi.SandboxRequest, jobID string) (id, rt string, err error) {
 	if s.failCreates.Add(-1) >= 0 {
-		return "", errdefs.Unavailablef("the engine is down (injected)")
+		return "", "", errdefs.Unavailablef("the engine is down (injected)")
 	}
 	spec := runtime.Spec{Template: req.Template, Network: req.Network, Env: req.Env,
 		Labels: map[string]string{"corral.tenant": tenantID, "corral.job": jobID}}
@@ -139,17 +139,16 @@ func (s *sandboxes) Create(ctx context.Context, tenantID string, req cpapi.Sandb
 	if r := req.Resources; r != nil {
 		spec.Resources = runtime.Resources{CPUs: r.CPUs, MemoryMB: r.MemoryMB, PIDs: r.PIDs, DiskMB: r.DiskMB}
 	}
-	var id string
 	if s.pool != nil {
 		c, err := s.pool.Claim(ctx, spec)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		id = c.ID
 	} else {
 		sb, err := s.rt.Create(ctx, spec)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		id = sb.ID
 	}
@@ -158,7 +157,7 @@ func (s *sandboxes) Create(ctx context.Context, tenantID string, req cpapi.Sandb
 	s.owners[id] = tenantID
 	s.jobs[jobID]++
 	s.mu.Unlock()
-	return id, nil
+	return id, s.rt.Name(), nil
 }
 
 // get returns the sandbox if it belongs to the tenant. Sandboxes created

@@ -14,11 +14,11 @@ import (
 // liveness probe and removal. Every method is scoped to a tenant; another
 // tenant's sandbox is errdefs.ErrNotFound.
 type Sandboxes interface {
-	// Create starts a sandbox for job jobID and returns its id once its
-	// sandboxd is healthy. Errors of class ErrInvalid, ErrNotFound,
+	// Create starts a sandbox for job jobID and returns its id and the
+	// runtime it runs on once its sandboxd is healthy. Errors of class ErrInvalid, ErrNotFound,
 	// ErrForbidden, ErrTooLarge or ErrUnprocessable are the request's fault
 	// and are not retried; any other is an infrastructure failure.
-	Create(ctx context.Context, tenantID string, req cpapi.SandboxRequest, jobID string) (id string, err error)
+	Create(ctx context.Context, tenantID string, req cpapi.SandboxRequest, jobID string) (id, runtime string, err error)
 	// Client returns a client for the sandbox's daemon.
 	Client(ctx context.Context, tenantID, id string) (*client.Client, error)
 	// Alive returns nil if the sandbox's daemon answers.

@@ -138,11 +138,11 @@ func (r *runner) provision(ctx context.Context, req *cpapi.JobRequest) error {
 	backoff := r.m.opts.RetryBackoff
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, createTimeout)
-		id, err := r.m.sb.Create(cctx, r.tenant, sreq, r.id)
+		id, rt, err := r.m.sb.Create(cctx, r.tenant, sreq, r.id)
 		cancel()
 		if err == nil {
 			r.setSandbox(id) // before anything can fail, so it is cleaned up
-			if err := r.m.st.SetJobSandbox(ctx, r.id, req.Runtime, id); err != nil {
+			if err := r.m.st.SetJobSandbox(ctx, r.id, rt, id); err != nil {
 				return err
 			}
 			return nil
