@@ -37,7 +37,8 @@
 //	            are what a user wants most).
 //	completing  the artifact zip is packed (see artifacts.go), an artifact
 //	            event appended, then → completed with result{exit_code,
-//	            summary}. The sandbox is deleted once the job is final.
+//	            summary}. The sandbox is deleted just before the final move,
+//	            so a final job holds no sandbox.
 //	failed      reasons: exit_code, timeout, idle_timeout, sandbox_lost,
 //	            infrastructure_error, agent_error.
 //	cancelled   Cancel, from any non-final state; the sandbox is deleted.

@@ -347,10 +347,10 @@ func (r *runner) fail(reason, msg string, pack bool) {
 	if sum := r.out.summary(); sum != "" {
 		res = &store.JobResult{Summary: sum}
 	}
+	r.m.removeSandbox(ctx, r.tenant, r.id, sb) // before the final state, as on success
 	if _, err := r.finish(ctx, store.JobFailed, reason, func(j *store.Job) { j.Result = res }); err != nil && !errors.Is(err, errClosed) {
 		r.m.log.Warn("jobs: failing a job", "job", r.id, "reason", reason, "err", err)
 	}
-	r.m.removeSandbox(ctx, r.tenant, r.id, sb)
 }
 
 // finish makes the job final, retrying once if its state moved under the

@@ -72,10 +72,11 @@ func (r *runner) runScript(ctx context.Context, req *cpapi.JobRequest) error {
 		return r.sandboxErr(ctx, err, "packing the artifacts failed")
 	}
 	res := r.result(exit)
+	// Teardown comes before the final state: a finished job holds nothing.
+	r.m.removeSandbox(ctx, r.tenant, r.id, r.sandbox())
 	if _, err := r.finish(ctx, store.JobCompleted, "", func(j *store.Job) { j.Result = res }); err != nil {
 		return err
 	}
-	r.m.removeSandbox(ctx, r.tenant, r.id, r.sandbox())
 	return nil
 }
 
@@ -86,10 +87,10 @@ func (r *runner) failExit(ctx context.Context, cl *client.Client, exit *client.E
 		r.m.log.Warn("jobs: packing a failed job's artifacts", "job", r.id, "err", err)
 	}
 	res := r.result(exit)
+	r.m.removeSandbox(ctx, r.tenant, r.id, r.sandbox())
 	if _, err := r.finish(ctx, store.JobFailed, cpapi.ReasonExitCode, func(j *store.Job) { j.Result = res }); err != nil {
 		return err
 	}
-	r.m.removeSandbox(ctx, r.tenant, r.id, r.sandbox())
 	return nil
 }
 
