@@ -7,8 +7,7 @@ BIN        := bin/corral
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -s -w -X github.com/corral-sh/corral/internal/version.Version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-UP_DIR     ?= $(CURDIR)/.corral
-UP_LISTEN  ?= 127.0.0.1:7071
+UP_LISTEN  ?= 127.0.0.1:7070
 
 .PHONY: all build up test deps lint bench fuzz clean
 
@@ -18,14 +17,13 @@ all: build
 build:
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/corral
 
-## up: install what is needed, build, and run Corral in the foreground.
-## Today that is the sandbox daemon on $(UP_LISTEN), serving $(UP_DIR)/root.
+## up: install what is needed, start the engines, build, make the default
+## sandbox template (cached after the first time), and run the control plane
+## in the foreground on $(UP_LISTEN) with SQLite and the best runtime.
 up: deps build
-	@mkdir -p $(UP_DIR)/root && chmod 700 $(UP_DIR)
-	@[ -s $(UP_DIR)/token ] || (head -c 24 /dev/urandom | base64 | tr -d '/+=' > $(UP_DIR)/token && chmod 600 $(UP_DIR)/token)
-	@echo "corral sandboxd on http://$(UP_LISTEN)  token: $$(cat $(UP_DIR)/token)  (also in $(UP_DIR)/token)"
-	@echo "try:  $(BIN) exec --url http://$(UP_LISTEN) --token \$$(cat $(UP_DIR)/token) -- uname -a"
-	$(BIN) sandboxd --listen $(UP_LISTEN) --root $(UP_DIR)/root --token-file $(UP_DIR)/token
+	scripts/engines.sh
+	$(BIN) template build --name default --missing
+	$(BIN) up --listen $(UP_LISTEN)
 
 ## test: install what the suite needs, start the engines and PostgreSQL, lint,
 ## run every test. The static bin/corral is what sandboxes mount.

@@ -64,8 +64,9 @@ func (f *templateFlags) register(cmd *cobra.Command, runtimeHelp string) {
 
 func templateBuildCmd(find findImporters) *cobra.Command {
 	var (
-		f    templateFlags
-		name string
+		f       templateFlags
+		name    string
+		missing bool
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -92,13 +93,33 @@ mmdebstrap's output goes to stderr.`,
 			for _, s := range skips {
 				fmt.Fprintf(out, "%s: skipped: %s\n", s.name, s.reason)
 			}
+			if missing {
+				imps = withoutTemplate(cmd.Context(), out, imps, def.Ref())
+				if len(imps) == 0 {
+					return nil
+				}
+			}
 			opts := template.Options{Name: def.Name, CacheDir: f.cacheDir, Mirror: f.mirror, Log: cmd.ErrOrStderr()}
 			return buildTemplate(cmd.Context(), out, opts, imps)
 		},
 	}
 	f.register(cmd, `backend to import into: a name, "all" available ones, or "none"`)
 	cmd.Flags().StringVar(&name, "name", "default", "template: "+strings.Join(template.Names(), ", "))
+	cmd.Flags().BoolVar(&missing, "missing", false, "only for backends that do not have the template yet (make up uses this)")
 	return cmd
+}
+
+// withoutTemplate keeps the backends that lack ref, saying which have it.
+func withoutTemplate(ctx context.Context, out io.Writer, imps []importer, ref string) []importer {
+	var keep []importer
+	for _, im := range imps {
+		if ok, err := im.imp.HasTemplate(ctx, ref); err == nil && ok {
+			fmt.Fprintf(out, "%s: has %s\n", im.name, ref)
+			continue
+		}
+		keep = append(keep, im)
+	}
+	return keep
 }
 
 // buildTemplate builds opts.Name's tarball and imports it into each
