@@ -1,7 +1,14 @@
-// Package client is the Go SDK for Corral's sandbox daemon API
-// (`corral sandboxd`, DESIGN.md §2): processes and terminals, their output
-// over WebSocket with lossless reconnection, lifecycle events over SSE,
-// one-shot exec, files and system information.
+// Package client is the Go SDK for both of Corral's APIs.
+//
+// Client speaks the sandbox daemon API (`corral sandboxd`, DESIGN.md §2):
+// processes and terminals, their output over WebSocket with lossless
+// reconnection, lifecycle events over SSE, one-shot exec, files and system
+// information — to a daemon directly, or to any sandbox through the
+// control plane's proxy (ControlPlane.Sandbox).
+//
+// ControlPlane speaks the control plane API (`corral up`, DESIGN.md §3):
+// jobs and their event logs (resuming after a dropped connection),
+// artifacts and diffs, sandboxes, tokens.
 //
 // A Client is safe for concurrent use. Every call takes a context first;
 // long-lived results (a Stream, an EventStream, a file body) live until
@@ -36,6 +43,9 @@ type Client struct {
 	token  string
 	hc     *http.Client
 	socket string // unix socket path, empty for TCP
+	// origin names the server in error messages: "sandboxd", or "control
+	// plane" for a ControlPlane's client.
+	origin string
 }
 
 // Option configures a Client.
@@ -56,7 +66,19 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 // "http://127.0.0.1:7070/v1/sandboxes/sb_1", the control plane's proxy)
 // uses that path instead of "/v1" as the prefix of every route.
 func New(baseURL string, opts ...Option) (*Client, error) {
-	c := &Client{}
+	return newClient(baseURL, "/v1", originSandboxd, opts)
+}
+
+// Names of the servers, as error messages give them.
+const (
+	originSandboxd     = "sandboxd"
+	originControlPlane = "control plane"
+)
+
+// newClient parses baseURL as New describes; a base URL without a path
+// gets defaultPrefix.
+func newClient(baseURL, defaultPrefix, origin string, opts []Option) (*Client, error) {
+	c := &Client{origin: origin}
 	if path, ok := strings.CutPrefix(baseURL, "unix:"); ok {
 		path = strings.TrimPrefix(path, "//")
 		if path == "" {
@@ -64,7 +86,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		}
 		c.socket = path
 		c.base = &url.URL{Scheme: "http", Host: "sandboxd"}
-		c.prefix = "/v1"
+		c.prefix = defaultPrefix
 	} else {
 		u, err := url.Parse(baseURL)
 		if err != nil {
@@ -76,7 +98,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		c.base = &url.URL{Scheme: u.Scheme, Host: u.Host}
 		c.prefix = strings.TrimSuffix(u.EscapedPath(), "/")
 		if c.prefix == "" {
-			c.prefix = "/v1"
+			c.prefix = defaultPrefix
 		}
 	}
 	for _, o := range opts {
@@ -145,7 +167,7 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		return nil, parseError(req.Method, req.URL.Path, resp)
+		return nil, parseError(c.origin, req.Method, req.URL.Path, resp)
 	}
 	return resp, nil
 }

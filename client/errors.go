@@ -20,7 +20,10 @@ var (
 	ErrConflict      = errors.New("conflict")                // 409, e.g. a tag taken or a process already exited
 	ErrTooLarge      = errors.New("too large")               // 413
 	ErrUnprocessable = errors.New("unprocessable")           // 422, e.g. no such executable
+	ErrRateLimited   = errors.New("rate limited")            // 429: retry after the Retry-After header
+	ErrBadGateway    = errors.New("bad gateway")             // 502: the sandbox (or an app in it) did not answer
 	ErrUnavailable   = errors.New("unavailable")             // 503
+	ErrTimeout       = errors.New("timed out")               // 504
 	ErrServer        = errors.New("internal server failure") // any other 5xx
 )
 
@@ -32,11 +35,14 @@ var classes = map[int]error{
 	http.StatusConflict:              ErrConflict,
 	http.StatusRequestEntityTooLarge: ErrTooLarge,
 	http.StatusUnprocessableEntity:   ErrUnprocessable,
+	http.StatusTooManyRequests:       ErrRateLimited,
+	http.StatusBadGateway:            ErrBadGateway,
 	http.StatusServiceUnavailable:    ErrUnavailable,
+	http.StatusGatewayTimeout:        ErrTimeout,
 }
 
-// APIError is an error answer from the daemon: its status and the
-// problem+json (RFC 9457) body.
+// APIError is an error answer from the daemon or the control plane: its
+// status and the problem+json (RFC 9457) body.
 type APIError struct {
 	Status int
 	Type   string
@@ -44,10 +50,15 @@ type APIError struct {
 	Detail string
 	// Method and Path name the request that failed.
 	Method, Path string
+	origin       string // the server that answered; "sandboxd" when ""
 }
 
 func (e *APIError) Error() string {
-	msg := fmt.Sprintf("sandboxd: %s %s: %d %s", e.Method, e.Path, e.Status, e.Title)
+	origin := e.origin
+	if origin == "" {
+		origin = originSandboxd
+	}
+	msg := fmt.Sprintf("%s: %s %s: %d %s", origin, e.Method, e.Path, e.Status, e.Title)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
@@ -56,17 +67,17 @@ func (e *APIError) Error() string {
 
 // Is reports whether target is the error class of e's status.
 func (e *APIError) Is(target error) bool {
-	if class, ok := classes[e.Status]; ok {
-		return target == class
+	if class, ok := classes[e.Status]; ok && target == class {
+		return true
 	}
-	return target == ErrServer && e.Status >= 500
+	return target == ErrServer && e.Status >= 500 // every 5xx is also a server failure
 }
 
 // parseError reads an error answer. Bodies that are not problem+json still
 // give a useful APIError: the status text as title, the start of the body
 // as detail.
-func parseError(method, path string, resp *http.Response) error {
-	e := &APIError{Status: resp.StatusCode, Method: method, Path: path}
+func parseError(origin, method, path string, resp *http.Response) error {
+	e := &APIError{Status: resp.StatusCode, Method: method, Path: path, origin: origin}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "application/problem+json" || mt == "application/json" {

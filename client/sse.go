@@ -29,7 +29,10 @@ type sseEvent struct {
 
 // sseReader parses text/event-stream (the WHATWG EventSource format):
 // "field: value" lines, events ending at a blank line, ":" comments
-// (heartbeats) skipped, data lines joined by "\n".
+// (heartbeats) skipped, data lines joined by "\n". As the format says, an
+// id line takes effect when its event is dispatched: an event cut short
+// by a broken connection does not move lastID, so resuming after lastID
+// loses nothing.
 type sseReader struct {
 	br     *bufio.Reader
 	lastID string
@@ -45,6 +48,7 @@ func (r *sseReader) next() (sseEvent, error) {
 		hasData bool
 		event   string
 		size    int
+		id      = r.lastID // the last event ID buffer
 	)
 	for {
 		line, err := r.br.ReadSlice('\n')
@@ -71,6 +75,7 @@ func (r *sseReader) next() (sseEvent, error) {
 		}
 		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		if len(line) == 0 {
+			r.lastID = id
 			if !hasData {
 				event = "" // an event without data is not dispatched
 				continue
@@ -78,7 +83,7 @@ func (r *sseReader) next() (sseEvent, error) {
 			if event == "" {
 				event = "message"
 			}
-			return sseEvent{ID: r.lastID, Event: event, Data: data.Bytes()}, nil
+			return sseEvent{ID: id, Event: event, Data: data.Bytes()}, nil
 		}
 		if line[0] == ':' {
 			continue
@@ -99,7 +104,7 @@ func (r *sseReader) next() (sseEvent, error) {
 			hasData = true
 		case "id":
 			if !bytes.ContainsRune(value, 0) {
-				r.lastID = string(value)
+				id = string(value)
 			}
 		}
 	}
@@ -135,31 +140,102 @@ func (c *Client) doSSE(req *http.Request, lastEventID string) (*http.Response, e
 
 // EventStream is a stream of server-sent events decoded as T. Call Next
 // until it returns an error, and Close when done.
+//
+// A resuming stream (the control plane's JobEvents) reopens itself after
+// a dropped connection, from the last event it delivered, so its reader
+// sees every event once, in order. Next does the reopening, on the
+// caller's goroutine; Close may be called from any goroutine, and makes a
+// blocked Next return.
 type EventStream[T any] struct {
-	body   io.ReadCloser
-	r      *sseReader
 	decode func(sseEvent) (T, bool, error)
-	once   sync.Once
+	// resume, when set, reopens the stream after lastID; attempt counts
+	// the breaks since an event last came through, from 1. It waits
+	// before dialing as it sees fit.
+	resume func(attempt int, lastID string) (io.ReadCloser, error)
+	// last, when set, tells the final event: after it Next returns io.EOF
+	// without reading on.
+	last func(T) bool
+
+	r        *sseReader // read by Next only
+	breaks   int        // consecutive breaks without an event since
+	finished bool
+
+	mu     sync.Mutex
+	body   io.ReadCloser // the open response body; replaced on resume
+	closed bool
 }
 
-// Next blocks for the next event. It returns io.EOF when the daemon ends
-// the stream, or the error that broke it (the context's, after it ends).
+// maxResumes is how many times in a row a stream is reopened without an
+// event coming through before Next gives up.
+const maxResumes = 10
+
+// Next blocks for the next event. It returns io.EOF when the server ends
+// the stream (for a resuming stream: after its final event), or the error
+// that broke it (the context's, after it ends).
 func (s *EventStream[T]) Next() (T, error) {
+	var zero T
 	for {
+		if s.finished {
+			return zero, io.EOF
+		}
 		ev, err := s.r.next()
 		if err != nil {
-			var zero T
-			return zero, err
+			if err = s.reopen(err); err != nil {
+				return zero, err
+			}
+			continue
 		}
 		v, ok, err := s.decode(ev)
 		if err != nil {
-			var zero T
 			return zero, err
 		}
 		if ok {
+			s.breaks = 0
+			if s.last != nil && s.last(v) {
+				s.finished = true
+			}
 			return v, nil
 		}
 	}
+}
+
+// reopen resumes the stream after it broke with cause, or returns the
+// error Next should report.
+func (s *EventStream[T]) reopen(cause error) error {
+	for {
+		if s.resume == nil || s.isClosed() {
+			return cause
+		}
+		s.breaks++
+		if s.breaks > maxResumes {
+			return fmt.Errorf("client: event stream lost %d times in a row: %w", maxResumes, cause)
+		}
+		body, err := s.resume(s.breaks, s.r.lastID)
+		if err != nil {
+			if !retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			cause = err
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			body.Close()
+			return cause
+		}
+		s.body.Close()
+		s.body = body
+		s.mu.Unlock()
+		s.r = &sseReader{br: bufio.NewReaderSize(body, 32<<10), lastID: s.r.lastID}
+		return nil
+	}
+}
+
+func (s *EventStream[T]) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // LastEventID is the id of the last event read, to resume from with a new
@@ -168,9 +244,13 @@ func (s *EventStream[T]) LastEventID() string { return s.r.lastID }
 
 // Close ends the stream.
 func (s *EventStream[T]) Close() error {
-	var err error
-	s.once.Do(func() { err = s.body.Close() })
-	return err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.body.Close()
 }
 
 func newEventStream[T any](body io.ReadCloser, decode func(sseEvent) (T, bool, error)) *EventStream[T] {

@@ -59,6 +59,27 @@ func TestEventsParsing(t *testing.T) {
 	}
 }
 
+// TestEventsCutMidEvent checks that an event cut short does not count:
+// its id line must not move LastEventID, or a resume would skip it.
+func TestEventsCutMidEvent(t *testing.T) {
+	body := "id: 7\nevent: process.created\ndata: {\"id\":\"p_1\"}\n\n" +
+		"id: 8\nevent: process.exited\ndata: {\"id\":"
+	es, err := fakeDaemon(t, body).Events(testContext(t, 5*time.Second), "")
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	defer es.Close()
+	if ev, err := es.Next(); err != nil || ev.ID != "7" {
+		t.Fatalf("Next = %+v, %v; want event 7", ev, err)
+	}
+	if _, err := es.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("Next on a cut event = %v; want io.ErrUnexpectedEOF", err)
+	}
+	if got := es.LastEventID(); got != "7" {
+		t.Errorf("LastEventID after a cut event = %q; want 7, the last one delivered", got)
+	}
+}
+
 func TestExecStreamErrors(t *testing.T) {
 	tests := []struct {
 		name string

@@ -162,7 +162,7 @@ func (s *Stream) dial(ctx context.Context, offset int64) (*websocket.Conn, error
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, parseError(http.MethodGet, s.c.prefix+route, resp)
+			return nil, parseError(s.c.origin, http.MethodGet, s.c.prefix+route, resp)
 		}
 		return nil, fmt.Errorf("client: connect %q: %w", s.ref, err)
 	}

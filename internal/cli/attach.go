@@ -72,6 +72,7 @@ type attachOptions struct {
 	stdin      io.Reader
 	stdout     io.Writer
 	stderr     io.Writer
+	detachHint string // said after "detached", when set
 }
 
 // attach runs one attach session. It returns nil on detach, an *ExitError
@@ -148,6 +149,9 @@ func attach(ctx context.Context, c *client.Client, ref string, o attachOptions) 
 			if detached.Load() {
 				restore()
 				fmt.Fprintln(o.stderr, "\ndetached")
+				if o.detachHint != "" {
+					fmt.Fprintln(o.stderr, o.detachHint)
+				}
 				return nil
 			}
 			return err

@@ -17,7 +17,8 @@ func Run(ctx context.Context, args []string) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(versionCmd(), upCmd(), sandboxdCmd(), attachCmd(), execCmd(), benchCmd(), runtimeCmd(), templateCmd())
+	root.AddCommand(versionCmd(), upCmd(), sandboxdCmd(), attachCmd(), execCmd(), benchCmd(), runtimeCmd(), templateCmd(),
+		runJobCmd(), jobsCmd(), statusCmd(), logsCmd(), cancelCmd(), sendCmd(), artifactsCmd(), sandboxCmd(), shellCmd(), tokenCmd())
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }

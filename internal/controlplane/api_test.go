@@ -414,6 +414,17 @@ func TestEventsSSEResume(t *testing.T) {
 	if len(all) != len(evs) || !strings.Contains(outputOf(evs), "line-30\n") {
 		t.Errorf("streamed %d events, the log has %d", len(all), len(evs))
 	}
+	// Resuming a finished job at its last event ends at once, empty.
+	done := make(chan []string, 1)
+	go func() { done <- read(all[len(all)-1], 0) }()
+	select {
+	case ids := <-done:
+		if len(ids) != 0 {
+			t.Errorf("resume past the end gave events %v", ids)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("resuming a finished job past its last event hangs")
+	}
 }
 
 func TestPublicRoutes(t *testing.T) {

@@ -23,7 +23,8 @@ const maxEventPage = 1000
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
 	id := r.PathValue("id")
-	if _, err := s.jobs.Get(r.Context(), p.TenantID, id); err != nil {
+	job, err := s.store.GetJob(r.Context(), p.TenantID, id)
+	if err != nil {
 		return err
 	}
 	after, err := resumePoint(r)
@@ -45,6 +46,12 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request) error {
 			page.NextAfter = e.Seq
 		}
 		httpjson.Write(w, http.StatusOK, page)
+		return nil
+	}
+	if job.Status.Terminal() && after >= job.NextSeq-1 {
+		// A finished job resumed at or past its last event: nothing will
+		// follow, so the stream ends at once.
+		sse.Start(w)
 		return nil
 	}
 	sub, err := s.broker.Subscribe(r.Context(), id, after)

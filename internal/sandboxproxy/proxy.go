@@ -91,6 +91,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	release := p.svc.Hold(id)
 	defer release()
+	// By default an HTTP/1 server discards the unread request body as soon
+	// as the handler starts its response. A daemon that answers (or starts
+	// streaming) before it has read all of a body would then cut the body
+	// short on its way up, and the upstream connection with it.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	up.rp.ServeHTTP(w, r)
 }
 

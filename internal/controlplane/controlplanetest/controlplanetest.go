@@ -43,6 +43,8 @@ type Options struct {
 	Token string
 	// WorkerID names the server in job claims; derived from DataDir when "".
 	WorkerID string
+	// RateLimit is the per-tenant request rate; the server's default when 0.
+	RateLimit float64
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -71,6 +73,7 @@ func Start(t testing.TB, opts Options) *Server {
 		ConfigPath: filepath.Join(opts.DataDir, "cli-config.json"),
 		Workers:    4,
 		WorkerID:   opts.WorkerID,
+		RateLimit:  opts.RateLimit,
 		Out:        io.Discard,
 		Log:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
