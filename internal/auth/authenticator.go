@@ -25,9 +25,23 @@ type Options struct {
 	// Burst is how many requests a tenant may make at once above the rate.
 	// 0 means 100.
 	Burst int
+	// TenantLimits are given to tenants created through Create (a token
+	// for a new tenant); zero fields mean unlimited.
+	TenantLimits TenantLimits
 	// Log receives what the middleware cannot tell the client, such as a
 	// failure to record a token's use. nil discards it.
 	Log *slog.Logger
+}
+
+// TenantLimits cap what one tenant may run at once; 0 means unlimited.
+type TenantLimits struct {
+	MaxConcurrentJobs int
+	MaxSandboxes      int
+}
+
+// tenant returns a tenant record with the limits applied.
+func (l TenantLimits) tenant(id string) store.Tenant {
+	return store.Tenant{ID: id, Name: id, MaxConcurrentJobs: l.MaxConcurrentJobs, MaxSandboxes: l.MaxSandboxes}
 }
 
 // Defaults for Options.
@@ -40,11 +54,12 @@ const (
 // Authenticator checks API tokens against a store and manages them. It is
 // safe for concurrent use and starts no goroutines.
 type Authenticator struct {
-	st     *store.Store
-	log    *slog.Logger
-	cache  *cache
-	limits *limiters
-	now    func() time.Time // tests move it forward
+	st         *store.Store
+	log        *slog.Logger
+	newTenants TenantLimits // for tenants Create makes
+	cache      *cache
+	limits     *limiters
+	now        func() time.Time // tests move it forward
 }
 
 // New returns an Authenticator over st.
@@ -65,7 +80,7 @@ func New(st *store.Store, opts Options) *Authenticator {
 	if opts.RatePerSecond > 0 {
 		l.limit = rate.Limit(opts.RatePerSecond)
 	}
-	return &Authenticator{st: st, log: opts.Log, cache: newCache(opts.CacheTTL), limits: l, now: time.Now}
+	return &Authenticator{st: st, log: opts.Log, newTenants: opts.TenantLimits, cache: newCache(opts.CacheTTL), limits: l, now: time.Now}
 }
 
 var (

@@ -25,6 +25,8 @@ type BootstrapOptions struct {
 	ConfigPath string
 	// Out is where the new admin token is shown; nil discards it.
 	Out io.Writer
+	// TenantLimits are given to the default tenant when it is created.
+	TenantLimits TenantLimits
 }
 
 // Bootstrap prepares an empty database on the server's first start: it
@@ -54,12 +56,12 @@ func Bootstrap(ctx context.Context, st *store.Store, opts BootstrapOptions) (cre
 		return false, fmt.Errorf("auth: bootstrap: %w", err)
 	}
 	if len(tenants) > 0 {
-		return false, addEnvToken(ctx, st, opts.EnvToken)
+		return false, addEnvToken(ctx, st, opts.EnvToken, opts.TenantLimits)
 	}
 
-	_, err = st.CreateTenant(ctx, store.Tenant{ID: DefaultTenant, Name: DefaultTenant})
+	_, err = st.CreateTenant(ctx, opts.TenantLimits.tenant(DefaultTenant))
 	if errors.Is(err, errdefs.ErrConflict) { // another replica is bootstrapping
-		return false, addEnvToken(ctx, st, opts.EnvToken)
+		return false, addEnvToken(ctx, st, opts.EnvToken, opts.TenantLimits)
 	}
 	if err != nil {
 		return false, fmt.Errorf("auth: bootstrap: %w", err)
@@ -106,7 +108,7 @@ func Bootstrap(ctx context.Context, st *store.Store, opts BootstrapOptions) (cre
 
 // addEnvToken stores secret, if set and not stored yet, as an admin token
 // of the default tenant (creating the tenant if needed).
-func addEnvToken(ctx context.Context, st *store.Store, secret string) error {
+func addEnvToken(ctx context.Context, st *store.Store, secret string, limits TenantLimits) error {
 	if secret == "" {
 		return nil
 	}
@@ -118,7 +120,7 @@ func addEnvToken(ctx context.Context, st *store.Store, secret string) error {
 	if !errors.Is(err, errdefs.ErrNotFound) {
 		return fmt.Errorf("auth: bootstrap: %w", err)
 	}
-	_, err = st.CreateTenant(ctx, store.Tenant{ID: DefaultTenant, Name: DefaultTenant})
+	_, err = st.CreateTenant(ctx, limits.tenant(DefaultTenant))
 	if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 		return fmt.Errorf("auth: bootstrap: %w", err)
 	}

@@ -121,7 +121,7 @@ func (a *Authenticator) tenant(ctx context.Context, ref string) (*store.Tenant, 
 	if !tenantName.MatchString(ref) {
 		return nil, errdefs.Invalidf("tenant name %q must be 1-63 lowercase letters, digits, '_' or '-'", ref)
 	}
-	t, err = a.st.CreateTenant(ctx, store.Tenant{ID: ref, Name: ref})
+	t, err = a.st.CreateTenant(ctx, a.newTenants.tenant(ref))
 	if errors.Is(err, errdefs.ErrConflict) { // created meanwhile, by another request
 		return a.st.GetTenant(ctx, ref)
 	}

@@ -67,6 +67,8 @@ unless --runtime names one; the store is SQLite in --data-dir unless
 	f.IntVar(&cfg.PoolSize, "pool-size", 2, "sandboxes kept warm for plain requests (0: none)")
 	f.StringVar(&cfg.PoolTemplate, "pool-template", "", "template of the warm sandboxes (default "+runtime.DefaultTemplate+")")
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 100, "requests per second per tenant (negative: unlimited)")
+	f.IntVar(&cfg.TenantLimits.MaxConcurrentJobs, "tenant-max-jobs", 0, "jobs one tenant may run at once, for tenants created from now on (0: unlimited)")
+	f.IntVar(&cfg.TenantLimits.MaxSandboxes, "tenant-max-sandboxes", 0, "sandboxes one tenant may hold, for tenants created from now on (0: unlimited)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/corral-sh/corral/api/cpapi"
+	"github.com/corral-sh/corral/internal/auth"
 	"github.com/corral-sh/corral/internal/controlplane/controlplanetest"
 	"github.com/corral-sh/corral/internal/problem"
 )
@@ -472,5 +473,23 @@ func killContainer(t *testing.T, name string) {
 	out, err := exec.Command("docker", "rm", "-f", name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker rm -f %s: %v: %s", name, err, out)
+	}
+}
+
+// TestTenantQuota: a tenant at its sandbox limit is refused (429) until it
+// frees one.
+func TestTenantQuota(t *testing.T) {
+	a := apiFor(t, controlplanetest.Start(t, controlplanetest.Options{TenantLimits: auth.TenantLimits{MaxSandboxes: 1}}))
+	resp, body := a.do("POST", "/v1/sandboxes", cpapi.SandboxRequest{Template: a.srv.Template})
+	if resp.StatusCode != 201 {
+		t.Fatalf("first sandbox: %d %s", resp.StatusCode, body)
+	}
+	first := decode[cpapi.Sandbox](t, body)
+	if resp, body := a.do("POST", "/v1/sandboxes", cpapi.SandboxRequest{Template: a.srv.Template}); resp.StatusCode != 429 {
+		t.Fatalf("second sandbox over the quota: %d %s; want 429", resp.StatusCode, body)
+	}
+	a.do("DELETE", "/v1/sandboxes/"+first.ID, nil)
+	if resp, body := a.do("POST", "/v1/sandboxes", cpapi.SandboxRequest{Template: a.srv.Template}); resp.StatusCode != 201 {
+		t.Errorf("sandbox after freeing the quota: %d %s", resp.StatusCode, body)
 	}
 }

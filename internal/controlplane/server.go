@@ -70,6 +70,9 @@ type Config struct {
 	// none: what a plain job or sandbox request gets. 0 disables the pool.
 	PoolSize     int
 	PoolTemplate string
+	// TenantLimits are given to every tenant when it is created (the
+	// default tenant on first start; others through token creation).
+	TenantLimits auth.TenantLimits
 	// RateLimit is each tenant's request rate (per second, burst twice
 	// that); 100 when 0, none when negative.
 	RateLimit float64
@@ -146,9 +149,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if rate == 0 {
 		rate = 100
 	}
-	s.auth = auth.New(s.store, auth.Options{RatePerSecond: rate, Burst: int(2 * max(rate, 1)), Log: cfg.Log})
+	s.auth = auth.New(s.store, auth.Options{RatePerSecond: rate, Burst: int(2 * max(rate, 1)), TenantLimits: cfg.TenantLimits, Log: cfg.Log})
 	if _, err := auth.Bootstrap(ctx, s.store, auth.BootstrapOptions{
 		EnvToken: cfg.AdminToken, ServerURL: "http://" + cfg.Listen, ConfigPath: cfg.ConfigPath, Out: cfg.Out,
+		TenantLimits: cfg.TenantLimits,
 	}); err != nil {
 		return nil, fmt.Errorf("bootstrap admin token: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-sh/corral/internal/auth"
 	"github.com/corral-sh/corral/internal/controlplane"
 	"github.com/corral-sh/corral/internal/runtime/catalog"
 	"github.com/corral-sh/corral/internal/runtime/runtimetest"
@@ -45,6 +46,8 @@ type Options struct {
 	WorkerID string
 	// RateLimit is the per-tenant request rate; the server's default when 0.
 	RateLimit float64
+	// TenantLimits are given to tenants as they are created.
+	TenantLimits auth.TenantLimits
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -63,19 +66,20 @@ func Start(t testing.TB, opts Options) *Server {
 		opts.StateRoot = StateRoot(t)
 	}
 	cfg := controlplane.Config{
-		Listen:     "127.0.0.1:0",
-		DataDir:    opts.DataDir,
-		Database:   opts.Database,
-		Runtime:    opts.Runtime,
-		StateRoot:  opts.StateRoot,
-		Binary:     runtimetest.Binary(t),
-		AdminToken: opts.Token,
-		ConfigPath: filepath.Join(opts.DataDir, "cli-config.json"),
-		Workers:    4,
-		WorkerID:   opts.WorkerID,
-		RateLimit:  opts.RateLimit,
-		Out:        io.Discard,
-		Log:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Listen:       "127.0.0.1:0",
+		DataDir:      opts.DataDir,
+		Database:     opts.Database,
+		Runtime:      opts.Runtime,
+		StateRoot:    opts.StateRoot,
+		Binary:       runtimetest.Binary(t),
+		AdminToken:   opts.Token,
+		ConfigPath:   filepath.Join(opts.DataDir, "cli-config.json"),
+		Workers:      4,
+		WorkerID:     opts.WorkerID,
+		RateLimit:    opts.RateLimit,
+		TenantLimits: opts.TenantLimits,
+		Out:          io.Discard,
+		Log:          slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	tpl := Prepare(t, opts.Runtime, opts.StateRoot)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
