@@ -22,6 +22,10 @@ func TestTwoReplicasRunEachJobOnce(t *testing.T) {
 	sb2 := newSandboxes(e.sb.rt, e.sb.tpl)
 	o1, o2 := e.options(), e.options()
 	o1.WorkerID, o2.WorkerID = "replica-1", "replica-2"
+	// A lease long enough that a renewal delayed by a loaded machine never
+	// looks like a dead replica: this test is about exclusive claims, not
+	// adoption (crash_test.go covers that).
+	o1.Lease, o2.Lease = 15*time.Second, 15*time.Second
 	o2.Store, o2.Broker, o2.Sandboxes = st2, newBroker(t, st2), sb2
 	m1, _ := e.start(o1)
 	m2, _ := e.start(o2)
