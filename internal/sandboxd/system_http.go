@@ -17,6 +17,7 @@ import (
 	"github.com/corral-sh/corral/api/sandboxapi"
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/httpjson"
+	"github.com/corral-sh/corral/internal/httpmw"
 	"github.com/corral-sh/corral/internal/problem"
 	"github.com/corral-sh/corral/internal/sandboxd/ports"
 	"github.com/corral-sh/corral/internal/sandboxd/sysinfo"
@@ -232,6 +233,7 @@ func withoutParam(rawQuery, name string) string {
 // before it sent a response: 502 problem+json (504 on a timeout). A client
 // that went away gets nothing written and nothing logged as an error.
 func (a *systemAPI) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	httpmw.DrainBody(r)
 	if r.Context().Err() != nil {
 		w.WriteHeader(http.StatusBadGateway)
 		return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corral-sh/corral/internal/errdefs"
+	"github.com/corral-sh/corral/internal/httpmw"
 	"github.com/corral-sh/corral/internal/problem"
 )
 
@@ -140,6 +141,7 @@ func withoutParam(rawQuery, name string) string {
 // before it answered: 502 problem+json (504 on a timeout). A client that
 // went away gets nothing written and nothing logged as an error.
 func (up *upstream) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	httpmw.DrainBody(r)
 	if r.Context().Err() != nil {
 		w.WriteHeader(http.StatusBadGateway)
 		return
