@@ -3,9 +3,10 @@ package auth
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/corral-sh/corral/internal/httpmw"
 
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/problem"
@@ -56,7 +57,7 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			r.Header = withoutAuthorization(r.Header)
 		} else {
 			u := *r.URL
-			u.RawQuery = withoutParam(u.RawQuery, "access_token")
+			u.RawQuery = httpmw.WithoutQueryParam(u.RawQuery, "access_token")
 			r.URL = &u
 			r.RequestURI = u.RequestURI()
 		}
@@ -103,19 +104,4 @@ func withoutAuthorization(h http.Header) http.Header {
 		}
 	}
 	return out
-}
-
-// withoutParam returns rawQuery without any name parameter, leaving the
-// others as they were sent.
-func withoutParam(rawQuery, name string) string {
-	parts := strings.Split(rawQuery, "&")
-	kept := parts[:0]
-	for _, p := range parts {
-		key, _, _ := strings.Cut(p, "=")
-		if k, err := url.QueryUnescape(key); err == nil && k == name {
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return strings.Join(kept, "&")
 }

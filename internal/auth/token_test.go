@@ -71,19 +71,3 @@ func TestCheckChosenSecret(t *testing.T) {
 }
 
 func errorsIsInvalid(err error) bool { return errors.Is(err, errdefs.ErrInvalid) }
-
-func TestWithoutParam(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"access_token=x", ""},
-		{"a=1&access_token=x&b=2", "a=1&b=2"},
-		{"access%5Ftoken=x&a=1", "a=1"},
-		{"access_token=x&access_token=y", ""},
-		{"access_tokens=x", "access_tokens=x"},
-		{"a=%zz&access_token=x", "a=%zz"},
-	}
-	for _, tc := range tests {
-		if got := withoutParam(tc.in, "access_token"); got != tc.want {
-			t.Errorf("withoutParam(%q) = %q; want %q", tc.in, got, tc.want)
-		}
-	}
-}

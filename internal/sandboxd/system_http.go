@@ -165,7 +165,7 @@ func (a *systemAPI) rewrite(pr *httputil.ProxyRequest) {
 	out.URL.Scheme = "http"
 	out.URL.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	out.URL.Path, out.URL.RawPath = upstreamPath(pr.In)
-	out.URL.RawQuery = withoutParam(pr.In.URL.RawQuery, "access_token")
+	out.URL.RawQuery = httpmw.WithoutQueryParam(pr.In.URL.RawQuery, "access_token")
 	// Dev servers (Vite, webpack) refuse unknown Host headers, so the
 	// upstream sees its own address; the original is in X-Forwarded-Host.
 	out.Host = ""
@@ -209,24 +209,6 @@ func upstreamPath(r *http.Request) (path, rawPath string) {
 		return p, raw
 	}
 	return "/" + r.PathValue("path"), ""
-}
-
-// withoutParam removes every occurrence of the query parameter name from a
-// raw query, leaving the others exactly as they were (order and escaping).
-func withoutParam(rawQuery, name string) string {
-	if rawQuery == "" {
-		return ""
-	}
-	parts := strings.Split(rawQuery, "&")
-	kept := parts[:0]
-	for _, p := range parts {
-		key, _, _ := strings.Cut(p, "=")
-		if k, err := url.QueryUnescape(key); err == nil && k == name {
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return strings.Join(kept, "&")
 }
 
 // proxyError answers when the upstream could not be reached or failed

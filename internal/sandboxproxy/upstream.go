@@ -94,7 +94,7 @@ func (up *upstream) rewrite(pr *httputil.ProxyRequest) {
 	} else {
 		out.URL.Path, out.URL.RawPath = raw, ""
 	}
-	out.URL.RawQuery = withoutParam(pr.In.URL.RawQuery, "access_token")
+	out.URL.RawQuery = httpmw.WithoutQueryParam(pr.In.URL.RawQuery, "access_token")
 	out.Host = ""
 	out.Header["Authorization"] = []string{up.authz}
 	pr.SetXForwarded()
@@ -117,24 +117,6 @@ func portProxy(rest string) (port string, ok bool) {
 		return "", false
 	}
 	return port, true
-}
-
-// withoutParam removes every occurrence of the query parameter name from a
-// raw query, leaving the others exactly as they were (order and escaping).
-func withoutParam(rawQuery, name string) string {
-	if rawQuery == "" || !strings.Contains(rawQuery, name) {
-		return rawQuery
-	}
-	parts := strings.Split(rawQuery, "&")
-	kept := parts[:0]
-	for _, p := range parts {
-		key, _, _ := strings.Cut(p, "=")
-		if k, err := url.QueryUnescape(key); err == nil && k == name {
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return strings.Join(kept, "&")
 }
 
 // proxyError answers when the daemon could not be reached or failed

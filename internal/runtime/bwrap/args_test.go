@@ -108,25 +108,6 @@ func TestEnvAndHostname(t *testing.T) {
 	}
 }
 
-func TestCheckSpec(t *testing.T) {
-	tests := []struct {
-		spec runtime.Spec
-		want error
-	}{
-		{runtime.Spec{ID: "Bad/ID"}, errdefs.ErrInvalid},
-		{runtime.Spec{Network: "bridge"}, errdefs.ErrInvalid},
-		{runtime.Spec{Resources: runtime.Resources{MemoryMB: -1}}, errdefs.ErrInvalid},
-		{runtime.Spec{Env: map[string]string{"A=B": "x"}}, errdefs.ErrInvalid},
-		{runtime.Spec{}, nil},
-	}
-	for _, tt := range tests {
-		got, err := checkSpec(tt.spec)
-		if !errors.Is(err, tt.want) || (err == nil && (got.ID == "" || got.Network != runtime.NetworkNone)) {
-			t.Errorf("checkSpec(%+v) = %+v, %v; want %v", tt.spec, got, err, tt.want)
-		}
-	}
-}
-
 func TestReachable(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make files of other owners")

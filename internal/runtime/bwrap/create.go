@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +33,7 @@ const logFile = "bwrap.log"
 
 // Create starts a sandbox and returns once its sandboxd is healthy.
 func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (*runtime.Sandbox, error) {
-	spec, err := checkSpec(spec)
+	spec, err := runtime.Normalize(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -114,35 +113,6 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (*runtime.Sandb
 	}
 	ok = true
 	return sb.Runtime(runtime.StatusRunning), nil
-}
-
-// checkSpec fills the spec's defaults and rejects what cannot be a sandbox.
-func checkSpec(spec runtime.Spec) (runtime.Spec, error) {
-	if spec.ID == "" {
-		spec.ID = runtime.NewID()
-	}
-	if err := runtime.CheckID(spec.ID); err != nil {
-		return spec, err
-	}
-	switch spec.Network {
-	case "":
-		spec.Network = runtime.NetworkNone
-	case runtime.NetworkNone, runtime.NetworkEgress:
-	default:
-		return spec, errdefs.Invalidf("network %q must be %q or %q", spec.Network, runtime.NetworkNone, runtime.NetworkEgress)
-	}
-	res := spec.Resources
-	if res.CPUs < 0 || res.MemoryMB < 0 || res.PIDs < 0 || res.DiskMB < 0 {
-		return spec, errdefs.Invalidf("resources must not be negative: %+v", res)
-	}
-	for k, v := range spec.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return spec, errdefs.Invalidf("environment variable %q is not a valid name=value", k)
-		}
-	}
-	spec.Env = maps.Clone(spec.Env)
-	spec.Labels = maps.Clone(spec.Labels)
-	return spec, nil
 }
 
 // prepare makes the sandbox's writable directories and its cgroup.

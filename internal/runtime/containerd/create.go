@@ -115,27 +115,18 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (_ *runtime.San
 // validate fills the defaults of spec and refuses what this backend
 // cannot do.
 func (r *Runtime) validate(spec *runtime.Spec) error {
-	if spec.ID == "" {
-		spec.ID = runtime.NewID()
-	}
-	if err := runtime.CheckID(spec.ID); err != nil {
+	norm, err := runtime.Normalize(*spec)
+	if err != nil {
 		return err
 	}
+	*spec = norm
 	if err := identifiers.Validate(spec.ID); err != nil {
 		return errdefs.Invalidf("sandbox id %q is not a valid containerd identifier", spec.ID)
 	}
-	switch spec.Network {
-	case "", runtime.NetworkNone:
-		spec.Network = runtime.NetworkNone
-	case runtime.NetworkEgress:
+	if spec.Network == runtime.NetworkEgress {
 		return errdefs.Unprocessablef("containerd runtime supports network none only; use docker or bwrap for egress")
-	default:
-		return errdefs.Invalidf("network %q must be %q or %q", spec.Network, runtime.NetworkNone, runtime.NetworkEgress)
 	}
 	res := spec.Resources
-	if res.CPUs < 0 || res.MemoryMB < 0 || res.PIDs < 0 || res.DiskMB < 0 {
-		return errdefs.Invalidf("resources must not be negative")
-	}
 	if res.MemoryMB > 0 && res.MemoryMB < 6 {
 		return errdefs.Invalidf("memory_mb %d is below the 6 MiB the kernel allows", res.MemoryMB)
 	}
@@ -144,11 +135,6 @@ func (r *Runtime) validate(spec *runtime.Spec) error {
 	}
 	if spec.Template == "" {
 		spec.Template = r.cfg.DefaultTemplate
-	}
-	for k := range spec.Labels {
-		if k == "" {
-			return errdefs.Invalidf("label keys must not be empty")
-		}
 	}
 	return nil
 }

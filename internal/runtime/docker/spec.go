@@ -12,48 +12,17 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 
-	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
 )
 
-// normalize fills the spec's defaults (id, network, template) and rejects
-// what no engine could run.
+// normalize applies runtime.Normalize and the default template.
 func (r *Runtime) normalize(spec runtime.Spec) (runtime.Spec, error) {
-	if spec.ID == "" {
-		spec.ID = runtime.NewID()
-	}
-	if err := runtime.CheckID(spec.ID); err != nil {
+	spec, err := runtime.Normalize(spec)
+	if err != nil {
 		return spec, err
-	}
-	switch spec.Network {
-	case "":
-		spec.Network = runtime.NetworkNone
-	case runtime.NetworkNone, runtime.NetworkEgress:
-	default:
-		return spec, errdefs.Invalidf("network %q: want %q or %q", spec.Network, runtime.NetworkNone, runtime.NetworkEgress)
 	}
 	if spec.Template == "" {
 		spec.Template = r.template
-	}
-	res := spec.Resources
-	if res.CPUs < 0 || math.IsNaN(res.CPUs) || math.IsInf(res.CPUs, 0) {
-		return spec, errdefs.Invalidf("cpus %v: want a positive number", res.CPUs)
-	}
-	if res.MemoryMB < 0 || res.PIDs < 0 || res.DiskMB < 0 {
-		return spec, errdefs.Invalidf("resources %+v: limits cannot be negative", res)
-	}
-	for k, v := range spec.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return spec, errdefs.Invalidf("env %q: names must be non-empty without '=' or NUL, values without NUL", k)
-		}
-		if k == runtime.TokenEnv {
-			return spec, errdefs.Invalidf("env %s is reserved for sandboxd's token", k)
-		}
-	}
-	for k := range spec.Labels {
-		if k == "" {
-			return spec, errdefs.Invalidf("labels: empty key")
-		}
 	}
 	return spec, nil
 }

@@ -179,19 +179,11 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (*runtime.Sandb
 	return sb.Runtime(runtime.StatusRunning), nil
 }
 
+// checkSpec applies runtime.Normalize and local's one template, the host.
 func checkSpec(spec runtime.Spec) (runtime.Spec, error) {
-	if spec.ID == "" {
-		spec.ID = runtime.NewID()
-	}
-	if err := runtime.CheckID(spec.ID); err != nil {
+	spec, err := runtime.Normalize(spec)
+	if err != nil {
 		return spec, err
-	}
-	switch spec.Network {
-	case "":
-		spec.Network = runtime.NetworkNone
-	case runtime.NetworkNone, runtime.NetworkEgress:
-	default:
-		return spec, errdefs.Invalidf("network %q must be %q or %q", spec.Network, runtime.NetworkNone, runtime.NetworkEgress)
 	}
 	switch spec.Template {
 	case "", HostTemplate, runtime.DefaultTemplate:
@@ -199,17 +191,6 @@ func checkSpec(spec runtime.Spec) (runtime.Spec, error) {
 	default:
 		return spec, errdefs.Unprocessablef("the local runtime runs on the host: template %q is not available (use %q)", spec.Template, HostTemplate)
 	}
-	res := spec.Resources
-	if res.CPUs < 0 || res.MemoryMB < 0 || res.PIDs < 0 || res.DiskMB < 0 {
-		return spec, errdefs.Invalidf("resources must not be negative: %+v", res)
-	}
-	for k, v := range spec.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return spec, errdefs.Invalidf("environment variable %q is not a valid name=value", k)
-		}
-	}
-	spec.Env = maps.Clone(spec.Env)
-	spec.Labels = maps.Clone(spec.Labels)
 	return spec, nil
 }
 
