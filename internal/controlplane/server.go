@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,10 +95,6 @@ type Server struct {
 	reg      *prometheus.Registry
 	metrics  *httpmw.Metrics
 	handler  http.Handler
-
-	specOnce sync.Once
-	spec     []byte
-	specErr  error
 }
 
 // New opens the store, bootstraps the admin token, opens the runtimes and
