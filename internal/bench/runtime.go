@@ -106,7 +106,7 @@ func benchBackend(ctx context.Context, r *report, rt runtime.Runtime, samples, c
 	if err != nil {
 		return fmt.Errorf("idle overhead: %w", err)
 	}
-	r.add(name+": memory per idle sandbox", mib(perSandbox), "host MemAvailable drop / 10 sandboxes", "<= 20 MiB", perSandbox <= 20<<20)
+	r.add(name+": memory per idle sandbox", mib(perSandbox), "all processes' PSS growth / 10 sandboxes", "<= 20 MiB", perSandbox <= 20<<20)
 
 	curve, reached, why, err := capacityCurve(ctx, rt, spec, capacity)
 	if err != nil {
@@ -149,10 +149,13 @@ func claimLatency(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, n 
 	return out, nil
 }
 
-// idleOverhead is the drop of the host's available memory per idle
-// sandbox: everything a sandbox costs (sandboxd, shims, engine state).
+// idleOverhead is what one idle sandbox adds to the proportional set size
+// (PSS) of all the host's processes: sandboxd, shims, bwrap, engine growth.
+// PSS splits a shared page between the processes mapping it, so the code of
+// the corral binary, mapped by every sandbox from the same file, is not
+// counted once per sandbox as RSS would.
 func idleOverhead(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, n int) (int64, error) {
-	before, err := memAvailable()
+	before, err := totalPSS()
 	if err != nil {
 		return 0, err
 	}
@@ -162,11 +165,11 @@ func idleOverhead(ctx context.Context, rt runtime.Runtime, spec runtime.Spec, n 
 		return 0, err
 	}
 	time.Sleep(2 * time.Second) // let them settle
-	after, err := memAvailable()
+	after, err := totalPSS()
 	if err != nil {
 		return 0, err
 	}
-	return max(0, (before-after)/int64(n)), nil
+	return max(0, (after-before)/int64(n)), nil
 }
 
 // capacityCurve creates idle sandboxes one by one, up to max, and stops
@@ -225,18 +228,32 @@ func deleteAll(rt runtime.Runtime, ids []string) {
 	wg.Wait()
 }
 
-func memAvailable() (int64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
+// totalPSS sums the proportional set size of every process on the host,
+// from /proc/<pid>/smaps_rollup.
+func totalPSS() (int64, error) {
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
+	var total int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/smaps_rollup")
+		if err != nil {
+			continue // it exited meanwhile, or is a kernel thread
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+					total += kb << 10
+				}
+				break
+			}
 		}
 	}
-	return 0, fmt.Errorf("no MemAvailable in /proc/meminfo")
+	return total, nil
 }
 
 func firstLine(s string) string {
