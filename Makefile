@@ -13,9 +13,11 @@ UP_LISTEN  ?= 127.0.0.1:7070
 
 all: build
 
-## build: the static corral binary (CGO_ENABLED=0)
+## build: the static corral binary (CGO_ENABLED=0), and its slim build
+## corral-sandboxd (only the in-sandbox commands) that sandboxes run
 build:
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/corral
+	go build -trimpath -tags slim -ldflags '$(LDFLAGS)' -o $(BIN)-sandboxd ./cmd/corral
 
 ## up: install what is needed, start the engines, build, make the default
 ## sandbox template (cached after the first time), and run the control plane
@@ -30,6 +32,7 @@ up: deps build
 test: deps lint build
 	scripts/engines.sh
 	CORRAL_TEST_POSTGRES=$$(scripts/postgres.sh) CORRAL_TEST_BINARY=$(CURDIR)/$(BIN) \
+	  CORRAL_TEST_SANDBOXD_BINARY=$(CURDIR)/$(BIN)-sandboxd \
 	  CGO_ENABLED=1 go test -race -count=1 -timeout 25m ./...
 
 ## deps: system packages the tests and `up` use (Debian; needs root)
@@ -41,6 +44,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	go vet -tags slim ./cmd/... ./internal/cli/...
 	go run $(STATICCHECK) ./...
 
 ## bench: micro-benchmarks, then the sandboxd figures against the anchors

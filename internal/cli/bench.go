@@ -1,9 +1,8 @@
+//go:build !slim
+
 package cli
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/corral-sh/corral/internal/bench"
@@ -21,9 +20,9 @@ func benchCmd() *cobra.Command {
 		Short: "Benchmark the sandbox daemon: exec latency and throughput, PTY echo, output and file throughput, memory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			self, err := os.Executable()
+			self, err := runtime.SandboxdBinary()
 			if err != nil {
-				return fmt.Errorf("find own binary: %w", err)
+				return err
 			}
 			return bench.RunSandboxd(cmd.Context(), cmd.OutOrStdout(), bench.SandboxdOptions{Binary: self, Quick: quick})
 		},
@@ -35,7 +34,7 @@ func benchCmd() *cobra.Command {
 		Short: "Benchmark the runtime backends: create latency, warm-pool claims, memory per sandbox, capacity",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			self, err := runtime.StaticBinary("")
+			self, err := runtime.SandboxdBinary()
 			if err != nil {
 				return err
 			}
@@ -50,7 +49,7 @@ func benchCmd() *cobra.Command {
 		Short: "Benchmark the control plane: job start latency, jobs/s, event append rate, SSE fan-out, proxy overhead",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			self, err := runtime.StaticBinary("")
+			self, err := runtime.SandboxdBinary()
 			if err != nil {
 				return err
 			}

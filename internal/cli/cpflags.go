@@ -1,3 +1,5 @@
+//go:build !slim
+
 package cli
 
 import (
@@ -157,22 +159,6 @@ func problemMessage(ae *client.APIError) string {
 		msg += " (" + hint + ")"
 	}
 	return msg
-}
-
-// parseKV reads repeated KEY=VALUE flags into a map (nil when none).
-func parseKV(flag string, kvs []string) (map[string]string, error) {
-	if len(kvs) == 0 {
-		return nil, nil
-	}
-	m := make(map[string]string, len(kvs))
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s %q: want KEY=VALUE", flag, kv)
-		}
-		m[k] = v
-	}
-	return m, nil
 }
 
 // specFlags describe the sandbox a job or `sandbox create` asks for.

@@ -17,8 +17,7 @@ func Run(ctx context.Context, args []string) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(versionCmd(), upCmd(), sandboxdCmd(), attachCmd(), execCmd(), benchCmd(), runtimeCmd(), templateCmd(),
-		runJobCmd(), jobsCmd(), statusCmd(), logsCmd(), cancelCmd(), sendCmd(), artifactsCmd(), sandboxCmd(), shellCmd(), tokenCmd())
+	root.AddCommand(commands()...)
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
 }

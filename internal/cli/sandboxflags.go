@@ -2,7 +2,9 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -45,4 +47,20 @@ func (f *sandboxFlags) client() (*client.Client, error) {
 		token = os.Getenv("CORRAL_SANDBOX_TOKEN")
 	}
 	return client.New(base, client.WithToken(token))
+}
+
+// parseKV reads repeated KEY=VALUE flags into a map (nil when none).
+func parseKV(flag string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--%s %q: want KEY=VALUE", flag, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
 }

@@ -1,3 +1,5 @@
+//go:build !slim
+
 package cli
 
 import (
@@ -35,7 +37,7 @@ unless --runtime names one; the store is SQLite in --data-dir unless
 			if err != nil {
 				return err
 			}
-			if cfg.Binary, err = runtime.StaticBinary(""); err != nil {
+			if cfg.Binary, err = runtime.SandboxdBinary(); err != nil {
 				return err
 			}
 			cfg.AdminToken = os.Getenv("CORRAL_ADMIN_TOKEN")

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // SandboxdArgs is the command every backend runs as the sandbox's init:
@@ -39,4 +40,24 @@ func StaticBinary(path string) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// SandboxdBinaryName is the slim build of corral (go build -tags slim:
+// only sandboxd, attach, exec, version) that make build writes next to
+// corral. Sandboxes run it when it is there: the daemon in every sandbox
+// then links none of the control plane, engines or databases.
+const SandboxdBinaryName = "corral-sandboxd"
+
+// SandboxdBinary returns the binary to mount into sandboxes: the slim
+// corral-sandboxd next to the running executable if there is a static
+// one, else the running executable itself (which must be static).
+func SandboxdBinary() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find own executable: %w", err)
+	}
+	if slim, err := StaticBinary(filepath.Join(filepath.Dir(self), SandboxdBinaryName)); err == nil {
+		return slim, nil
+	}
+	return StaticBinary(self)
 }
