@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,8 +138,40 @@ func StateRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	_ = os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		deleteSandboxes(t, dir)
+		os.RemoveAll(dir)
+	})
 	return dir
+}
+
+// deleteSandboxes removes every sandbox whose host state lives under
+// stateRoot. Sandboxes outlive the servers that made them (by design), so
+// without this a test would leave their processes running once its state
+// directory is gone. Only the ids found under stateRoot are touched, never
+// another test's.
+func deleteSandboxes(t testing.TB, stateRoot string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, name := range []string{"bwrap", "docker", "containerd"} {
+		entries, err := os.ReadDir(filepath.Join(stateRoot, name))
+		if err != nil || len(entries) == 0 {
+			continue
+		}
+		rt, err := catalog.Open(ctx, name, catalog.Config{Binary: runtimetest.Binary(t), StateRoot: stateRoot})
+		if err != nil {
+			t.Logf("cleanup: runtime %s: %v", name, err)
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "sb_") {
+				if err := rt.Delete(ctx, e.Name()); err != nil {
+					t.Logf("cleanup: delete sandbox %s: %v", e.Name(), err)
+				}
+			}
+		}
+		_ = catalog.Close(rt)
+	}
 }
 
 // Prepare makes sure backend name, over stateRoot, has the minimal
