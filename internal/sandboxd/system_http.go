@@ -134,9 +134,9 @@ func (a *systemAPI) proxy(w http.ResponseWriter, r *http.Request) error {
 		case <-ctx.Done():
 		}
 	}()
-	// Keep the request body readable while the app's response streams
-	// (an HTTP/1 server otherwise discards it when the response starts).
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	if err := httpmw.PrepareProxyBody(w, r); err != nil {
+		return errdefs.Wrap(errdefs.ErrInvalid, err, "reading the request body failed")
+	}
 	a.rp.ServeHTTP(w, r.WithContext(ctx))
 	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"sync"
 
 	"github.com/corral-sh/corral/internal/errdefs"
+	"github.com/corral-sh/corral/internal/httpmw"
 	"github.com/corral-sh/corral/internal/problem"
 	"github.com/corral-sh/corral/internal/runtime"
 	"github.com/corral-sh/corral/internal/sandboxes"
@@ -91,11 +92,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	release := p.svc.Hold(id)
 	defer release()
-	// By default an HTTP/1 server discards the unread request body as soon
-	// as the handler starts its response. A daemon that answers (or starts
-	// streaming) before it has read all of a body would then cut the body
-	// short on its way up, and the upstream connection with it.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	if err := httpmw.PrepareProxyBody(w, r); err != nil {
+		problem.Write(w, r, errdefs.Wrap(errdefs.ErrInvalid, err, "reading the request body failed"))
+		return
+	}
 	up.rp.ServeHTTP(w, r)
 }
 
