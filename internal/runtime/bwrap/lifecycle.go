@@ -18,24 +18,16 @@ const deleteTimeout = 30 * time.Second
 // Get returns the sandbox id from its state directory; it is running
 // while the bwrap process recorded there is alive.
 func (r *Runtime) Get(ctx context.Context, id string) (*runtime.Sandbox, error) {
-	sb, err := r.state.Open(id)
-	if err != nil {
-		return nil, err
-	}
-	return sb.Runtime(status(sb)), nil
+	return r.state.Get(id, status)
 }
 
 // List returns every sandbox with a state directory, running or not.
 func (r *Runtime) List(ctx context.Context) ([]*runtime.Sandbox, error) {
-	all, err := r.state.List()
+	all, err := r.state.Sandboxes(status)
 	if err != nil {
 		return nil, fmt.Errorf("list bwrap sandboxes: %w", err)
 	}
-	out := make([]*runtime.Sandbox, 0, len(all))
-	for _, sb := range all {
-		out = append(out, sb.Runtime(status(sb)))
-	}
-	return out, nil
+	return all, nil
 }
 
 func status(sb *hoststate.Sandbox) string {
@@ -104,9 +96,10 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// waitGone waits until sb's bwrap has exited: reaped by this Runtime's
-// waiter if it started it, else no longer alive (a zombie waiting for init
-// counts as gone).
+// waitGone waits until sb's bwrap and the init of its pid namespace have
+// both exited: bwrap reaped by this Runtime's waiter if it started it, and
+// each no longer alive (a zombie waiting for its parent counts as gone).
+// Killed together, the two can die in either order under load.
 func (r *Runtime) waitGone(ctx context.Context, sb *hoststate.Sandbox) error {
 	r.mu.Lock()
 	exited := r.exited[sb.Meta.ID]
@@ -114,20 +107,21 @@ func (r *Runtime) waitGone(ctx context.Context, sb *hoststate.Sandbox) error {
 	if exited != nil {
 		select {
 		case <-exited:
-			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("bwrap did not exit: %w", ctx.Err())
 		}
 	}
-	p, err := cgroups.ParseProc(sb.Meta.Extra[metaPID])
-	if err != nil {
-		return nil
-	}
-	for p.Alive() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("bwrap (pid %d) did not exit: %w", p.PID, ctx.Err())
-		case <-time.After(2 * time.Millisecond):
+	for _, key := range []string{metaPID, metaInit} {
+		p, err := cgroups.ParseProc(sb.Meta.Extra[key])
+		if err != nil {
+			continue
+		}
+		for p.Alive() {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("bwrap process %d did not exit: %w", p.PID, ctx.Err())
+			case <-time.After(2 * time.Millisecond):
+			}
 		}
 	}
 	return nil

@@ -204,3 +204,27 @@ func WaitHealthy(ctx context.Context, s *Sandbox, done func() error) error {
 		delay = min(delay*2, 50*time.Millisecond)
 	}
 }
+
+// Get returns sandbox id as the runtime reports it, with the status
+// alive says it has: for backends whose sandboxes are host processes
+// tracked only through their state directories (bwrap, local).
+func (d Dir) Get(id string, status func(*Sandbox) string) (*runtime.Sandbox, error) {
+	sb, err := d.Open(id)
+	if err != nil {
+		return nil, err
+	}
+	return sb.Runtime(status(sb)), nil
+}
+
+// Sandboxes lists every sandbox of d as Get reports it.
+func (d Dir) Sandboxes(status func(*Sandbox) string) ([]*runtime.Sandbox, error) {
+	all, err := d.List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*runtime.Sandbox, 0, len(all))
+	for _, sb := range all {
+		out = append(out, sb.Runtime(status(sb)))
+	}
+	return out, nil
+}

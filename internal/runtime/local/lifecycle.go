@@ -19,24 +19,16 @@ const stopGrace = 8 * time.Second
 
 // Get returns sandbox id; it is running while its sandboxd is alive.
 func (r *Runtime) Get(ctx context.Context, id string) (*runtime.Sandbox, error) {
-	sb, err := r.state.Open(id)
-	if err != nil {
-		return nil, err
-	}
-	return sb.Runtime(status(sb)), nil
+	return r.state.Get(id, status)
 }
 
 // List returns every sandbox with a state directory.
 func (r *Runtime) List(ctx context.Context) ([]*runtime.Sandbox, error) {
-	all, err := r.state.List()
+	all, err := r.state.Sandboxes(status)
 	if err != nil {
 		return nil, fmt.Errorf("list local sandboxes: %w", err)
 	}
-	out := make([]*runtime.Sandbox, 0, len(all))
-	for _, sb := range all {
-		out = append(out, sb.Runtime(status(sb)))
-	}
-	return out, nil
+	return all, nil
 }
 
 func status(sb *hoststate.Sandbox) string {
