@@ -59,6 +59,9 @@ type Resources struct {
 type Repo struct {
 	URL string `json:"url"`
 	Ref string `json:"ref,omitempty"`
+	// Secret names the tenant secret holding the token used to clone,
+	// push and open the pull request ("" for a public repository).
+	Secret string `json:"secret,omitempty"`
 }
 
 // JobRequest is the body of POST /v1/jobs.
@@ -74,7 +77,10 @@ type JobRequest struct {
 	Network   string            `json:"network,omitempty"`
 	TimeoutS  int64             `json:"timeout_s,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
+	// Secrets names tenant secrets (corral secret set) given to the
+	// agent's processes as environment variables of the same name.
+	Secrets []string          `json:"secrets,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
 }
 
 // JobResult is what a finished job produced.
@@ -83,6 +89,7 @@ type JobResult struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Branch   string `json:"branch,omitempty"`
 	PRURL    string `json:"pr_url,omitempty"`
+	Commit   string `json:"commit,omitempty"`
 }
 
 // Job is a job as the API shows it.

@@ -174,7 +174,7 @@ func ToAPI(j *store.Job) cpapi.Job {
 		out.Labels = map[string]string{}
 	}
 	if r := j.Result; r != nil {
-		out.Result = &cpapi.JobResult{Summary: r.Summary, ExitCode: r.ExitCode, Branch: r.Branch, PRURL: r.PRURL}
+		out.Result = &cpapi.JobResult{Summary: r.Summary, ExitCode: r.ExitCode, Branch: r.Branch, PRURL: r.PRURL, Commit: r.Commit}
 	}
 	return out
 }

@@ -56,6 +56,7 @@ type JobResult struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Branch   string `json:"branch,omitempty"`
 	PRURL    string `json:"pr_url,omitempty"`
+	Commit   string `json:"commit,omitempty"`
 }
 
 // Job mirrors the API's Job object (DESIGN.md §3) plus the scheduler's
