@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corral-sh/corral/internal/controlplane"
+	"github.com/corral-sh/corral/internal/llm/registry"
 	"github.com/corral-sh/corral/internal/runtime"
 	"github.com/corral-sh/corral/internal/userconfig"
 )
@@ -18,6 +19,7 @@ func upCmd() *cobra.Command {
 	var (
 		cfg      controlplane.Config
 		logLevel string
+		model    string
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -30,7 +32,13 @@ work. CORRAL_ADMIN_TOKEN, if set on first start, becomes that token.
 
 Sandboxes come from the strongest runtime available (see 'corral runtime ls')
 unless --runtime names one; the store is SQLite in --data-dir unless
---database names a postgres:// URL.`,
+--database names a postgres:// URL.
+
+The built-in agent's model providers come from OPENAI_BASE_URL, OPENAI_API_KEY,
+ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (a base URL alone is a local server
+such as vLLM, Ollama or llama.cpp); a job's model is openai/<name> or
+anthropic/<name>, --model (or CORRAL_MODEL) when it names none. Keys are never
+logged, never written to events and never given to sandboxes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)
@@ -41,6 +49,11 @@ unless --runtime names one; the store is SQLite in --data-dir unless
 				return err
 			}
 			cfg.AdminToken = os.Getenv("CORRAL_ADMIN_TOKEN")
+			llmCfg := registry.FromEnv()
+			if model != "" {
+				llmCfg.DefaultModel = model
+			}
+			cfg.LLM = llmCfg
 			cfg.ConfigPath = userconfig.Path()
 			cfg.Log = log
 			cfg.Out = cmd.ErrOrStderr()
@@ -71,6 +84,9 @@ unless --runtime names one; the store is SQLite in --data-dir unless
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 100, "requests per second per tenant (negative: unlimited)")
 	f.IntVar(&cfg.TenantLimits.MaxConcurrentJobs, "tenant-max-jobs", 0, "jobs one tenant may run at once, for tenants created from now on (0: unlimited)")
 	f.IntVar(&cfg.TenantLimits.MaxSandboxes, "tenant-max-sandboxes", 0, "sandboxes one tenant may hold, for tenants created from now on (0: unlimited)")
+	f.StringVar(&model, "model", "", "default model of agent jobs, provider/name (default $CORRAL_MODEL)")
+	f.IntVar(&cfg.AgentBudget.MaxSteps, "agent-max-steps", 0, "model calls one agent job may make (0: 200)")
+	f.Int64Var(&cfg.AgentBudget.MaxTokens, "agent-max-tokens", 0, "tokens one agent job may use (0: unlimited)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -27,10 +27,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/corral-sh/corral/api/cpapi"
+	"github.com/corral-sh/corral/internal/agent"
+	"github.com/corral-sh/corral/internal/agent/builtin"
 	"github.com/corral-sh/corral/internal/auth"
 	"github.com/corral-sh/corral/internal/eventlog"
 	"github.com/corral-sh/corral/internal/httpmw"
 	"github.com/corral-sh/corral/internal/jobs"
+	"github.com/corral-sh/corral/internal/llm/registry"
 	"github.com/corral-sh/corral/internal/runtime"
 	"github.com/corral-sh/corral/internal/runtime/catalog"
 	"github.com/corral-sh/corral/internal/runtime/pool"
@@ -75,6 +79,12 @@ type Config struct {
 	// RateLimit is each tenant's request rate (per second, burst twice
 	// that); 100 when 0, none when negative.
 	RateLimit float64
+	// LLM configures the model providers of the built-in agent
+	// (registry.FromEnv() in corral up). With no provider configured the
+	// builtin agent is unavailable and its jobs are refused (422).
+	LLM registry.Config
+	// AgentBudget limits every agent job (model calls, tokens).
+	AgentBudget agent.Budget
 	// Out receives the one-time admin token line; os.Stderr when nil.
 	Out io.Writer
 	Log *slog.Logger
@@ -162,7 +172,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.sbx = sandboxes.New(sandboxes.Options{Store: s.store, Runtimes: s.runtimes, Default: s.cfg.Runtime, Pools: pools, Log: cfg.Log})
 	if s.jobs, err = jobs.New(jobs.Options{
 		Store: s.store, Broker: s.broker, Sandboxes: jobSandboxes{s.sbx},
-		WorkerID: cfg.WorkerID, Workers: cfg.Workers,
+		WorkerID: cfg.WorkerID, Workers: cfg.Workers, Agents: s.agents(), AgentBudget: cfg.AgentBudget,
 		ArtifactsDir: filepath.Join(cfg.DataDir, "artifacts"), Log: cfg.Log,
 	}); err != nil {
 		return nil, err
@@ -170,6 +180,17 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.proxy = sandboxproxy.New(s.sbx, tenantOf, cfg.Log)
 	s.handler = s.routes()
 	return s, nil
+}
+
+// agents are the LLM agents this control plane can run.
+func (s *Server) agents() map[string]agent.Agent {
+	out := map[string]agent.Agent{}
+	models := registry.New(s.cfg.LLM)
+	if len(models.Available()) > 0 {
+		out[cpapi.AgentBuiltin] = builtin.New(builtin.Config{Models: models, ContextWindow: models.ContextWindow})
+	}
+	s.log.Info("agents", "builtin", out[cpapi.AgentBuiltin] != nil, "models", models.String())
+	return out
 }
 
 // openRuntimes opens every available backend; the default is the one

@@ -18,7 +18,7 @@ import (
 // Errors: ErrInvalid for a malformed request, ErrUnprocessable for one that
 // cannot run here yet (agents other than script, repositories).
 func (m *Manager) Submit(ctx context.Context, tenantID string, req cpapi.JobRequest) (*cpapi.Job, error) {
-	req, err := normalize(req, m.opts.DefaultTimeout)
+	req, err := normalize(req, m.opts.DefaultTimeout, m.available)
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,11 @@ func (m *Manager) Submit(ctx context.Context, tenantID string, req cpapi.JobRequ
 	m.poke()
 	job := ToAPI(j)
 	return &job, nil
+}
+
+// available reports whether this replica runs agent name.
+func (m *Manager) available(name string) bool {
+	return name == cpapi.AgentScript || m.opts.Agents[name] != nil
 }
 
 // Get returns the tenant's job id.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corral-sh/corral/internal/agent"
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/eventlog"
 	"github.com/corral-sh/corral/internal/store"
@@ -68,7 +69,14 @@ type Options struct {
 	// Poll is how often the dispatcher looks for jobs submitted to other
 	// replicas (local submissions wake it at once).
 	Poll time.Duration
-	Log  *slog.Logger
+	// Agents are the LLM agents this replica runs, by name
+	// (cpapi.AgentBuiltin, cpapi.AgentClaudeCode, …); script always runs.
+	// A job naming an agent missing here is refused (422).
+	Agents map[string]agent.Agent
+	// AgentBudget limits every agent job (steps, tokens); zero fields
+	// leave the agent's defaults.
+	AgentBudget agent.Budget
+	Log         *slog.Logger
 }
 
 // Manager runs jobs. Its methods are safe for concurrent use.

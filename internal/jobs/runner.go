@@ -251,12 +251,16 @@ func (r *runner) drive(ctx context.Context) error {
 		r.setDeadline(j)
 	}
 	if req.Agent != cpapi.AgentScript {
-		if r.getStatus() == store.JobPending {
-			if _, err := r.transition(ctx, store.JobCreating, "", nil); err != nil {
-				return err
+		ag := r.m.opts.Agents[req.Agent]
+		if ag == nil {
+			if r.getStatus() == store.JobPending {
+				if _, err := r.transition(ctx, store.JobCreating, "", nil); err != nil {
+					return err
+				}
 			}
+			return &failure{reason: cpapi.ReasonAgentError, msg: fmt.Sprintf("agent %q is not available in this control plane", req.Agent)}
 		}
-		return &failure{reason: cpapi.ReasonAgentError, msg: fmt.Sprintf("agent %q is not available in this control plane", req.Agent)}
+		return r.runAgent(ctx, &req, ag)
 	}
 	return r.runScript(ctx, &req)
 }

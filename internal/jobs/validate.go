@@ -43,7 +43,7 @@ var agents = map[string]bool{
 // normalize validates a job request and fills in its defaults: agent
 // builtin, network none, timeout_s from def. ErrInvalid for a malformed
 // request, ErrUnprocessable for one this control plane cannot run yet.
-func normalize(req cpapi.JobRequest, def time.Duration) (cpapi.JobRequest, error) {
+func normalize(req cpapi.JobRequest, def time.Duration, available func(agent string) bool) (cpapi.JobRequest, error) {
 	if req.Agent == "" {
 		req.Agent = cpapi.AgentBuiltin
 	}
@@ -104,8 +104,8 @@ func normalize(req cpapi.JobRequest, def time.Duration) (cpapi.JobRequest, error
 		}
 		return req, errdefs.Unprocessablef("repository jobs are not available yet")
 	}
-	if req.Agent != cpapi.AgentScript {
-		return req, errdefs.Unprocessablef("agent %q is not available yet; use agent=script", req.Agent)
+	if !available(req.Agent) {
+		return req, errdefs.Unprocessablef("agent %q is not available in this control plane (for builtin: configure a model provider, e.g. ANTHROPIC_API_KEY or OPENAI_BASE_URL)", req.Agent)
 	}
 	return req, nil
 }

@@ -1,0 +1,396 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corral-sh/corral/api/sandboxapi"
+	"github.com/corral-sh/corral/client"
+	"github.com/corral-sh/corral/internal/errdefs"
+	"github.com/corral-sh/corral/internal/llm"
+)
+
+// Bash tuning.
+const (
+	DefaultCommandTimeout = 120 * time.Second
+	MaxCommandTimeout     = 30 * time.Minute
+	// scriptDir holds the command files the shell sources, outside the
+	// workspace so they never reach the artifacts.
+	scriptDir = "/tmp/.corral-agent"
+	// shellBuffer is sandboxd's output window for the shell.
+	shellBuffer = 16 << 20
+	// interruptGrace is how long an interrupted command has to end
+	// before the shell is replaced.
+	interruptGrace = 5 * time.Second
+	// MaxOutput caps what one command's observation keeps (the log's
+	// copy); longer output keeps its head and tail.
+	MaxOutput = 1 << 20
+)
+
+// marker ends every command's output: RS "CORRAL:" nonce ":" status RS.
+// The nonce is the call's, so a resumed agent finds the end of a command
+// that ran while the control plane was down.
+var markerRE = regexp.MustCompile("\x1eCORRAL:([0-9a-zA-Z_-]+):(-?[0-9]+)\x1e\n?")
+
+// ansiRE matches terminal control sequences (colours, cursor moves).
+var ansiRE = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+
+// Bash runs commands in one persistent interactive shell per job, on a
+// terminal in the sandbox (so ctrl-C interrupts the command, not the
+// shell, and a person can attach to it and watch). cd and exported
+// variables persist between calls. Each command is written to a file the
+// shell sources with stdin from /dev/null, followed by a marker carrying
+// its exit status; the output is read from sandboxd's output log by
+// offset, so nothing depends on a connection staying up.
+type Bash struct {
+	env *Env
+
+	mu     sync.Mutex // one command at a time
+	ref    string     // the shell's process tag
+	offset int64      // output consumed so far
+	ready  bool
+}
+
+// NewBash returns the bash tool of env.
+func NewBash(env *Env) *Bash {
+	return &Bash{env: env, ref: ShellTag(env.JobID)}
+}
+
+// ShellTag is the sandboxd tag of job id's agent shell.
+func ShellTag(jobID string) string { return "agent-shell-" + jobID }
+
+// Spec implements Tool.
+func (b *Bash) Spec() llm.Tool {
+	return llm.Tool{Name: "bash", Description: "Run a bash command in the sandbox. The shell persists between calls: " +
+		"the working directory and exported variables carry over. Commands run without a terminal for input (stdin is /dev/null), " +
+		"so use non-interactive flags. Long output is cut to its head and tail. A command that runs past its timeout " +
+		"(default 120 s) is interrupted with ctrl-C. Start long-running servers in the background with nohup … &.",
+		Schema: json.RawMessage(`{"type":"object","properties":{
+"command":{"type":"string","minLength":1,"description":"The command(s) to run, as you would type them into bash."},
+"timeout":{"type":"integer","minimum":1,"maximum":1800,"description":"Seconds before the command is interrupted (default 120)."},
+"restart":{"type":"boolean","description":"Start a fresh shell first (the old one is killed)."}},
+"required":["command"],"additionalProperties":false}`)}
+}
+
+type bashInput struct {
+	Command string `json:"command"`
+	Timeout int    `json:"timeout"`
+	Restart bool   `json:"restart"`
+}
+
+// Run implements Tool. callID makes the end marker of this command.
+func (b *Bash) Run(ctx context.Context, input json.RawMessage) (Result, error) {
+	return b.RunCall(ctx, "", input)
+}
+
+// RunCall runs one call. key, unique within the job (the agent's step and
+// call index), becomes the marker's nonce so that Recover can find the
+// command's end after a crash; "" picks a random one.
+func (b *Bash) RunCall(ctx context.Context, key string, input json.RawMessage) (Result, error) {
+	var in bashInput
+	if err := decode(input, &in); err != nil {
+		return Result{}, err
+	}
+	if strings.ContainsRune(in.Command, 0) {
+		return Errorf("the command contains a NUL byte"), nil
+	}
+	timeout := DefaultCommandTimeout
+	if in.Timeout > 0 {
+		timeout = min(time.Duration(in.Timeout)*time.Second, MaxCommandTimeout)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if in.Restart {
+		if err := b.kill(ctx); err != nil {
+			return Result{}, err
+		}
+	}
+	note, err := b.ensure(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	nonce := nonceOf(key)
+	file := scriptDir + "/" + nonce + ".sh"
+	if _, err := b.env.Sandbox.WriteFile(ctx, file, strings.NewReader(in.Command+"\n"), 0o600); err != nil {
+		return Result{}, fmt.Errorf("tools: bash: writing the command: %w", err)
+	}
+	line := fmt.Sprintf(". %s < /dev/null; printf '\\036CORRAL:%%s:%%d\\036\\n' %s $?; rm -f %s\n", file, nonce, file)
+	if err := b.env.Sandbox.WriteInput(ctx, b.ref, []byte(line)); err != nil {
+		return Result{}, b.lost(ctx, err)
+	}
+	res, err := b.await(ctx, nonce, timeout)
+	if err != nil {
+		return Result{}, err
+	}
+	if note != "" {
+		res.Output = note + res.Output
+	}
+	return res, nil
+}
+
+// Recover finishes a call that was running when the control plane went
+// down: if the shell printed the call's marker, its output is the result;
+// if the shell still runs, Recover waits for the marker (the command may
+// still be running). found is false when the command left no trace (it
+// never started, or the shell is gone), so the caller may run it again.
+func (b *Bash) Recover(ctx context.Context, key string, input json.RawMessage) (res Result, found bool, err error) {
+	var in bashInput
+	if err := decode(input, &in); err != nil {
+		return Result{}, false, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.env.Sandbox.GetProcess(ctx, b.ref)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, fmt.Errorf("tools: bash: finding the shell: %w", err)
+	}
+	nonce := nonceOf(key)
+	out, err := b.env.Sandbox.ReadOutput(ctx, b.ref, client.OutputOptions{Offset: 0, Limit: shellBuffer})
+	if err != nil {
+		return Result{}, false, b.lost(ctx, err)
+	}
+	// Where this call's marker is, or the shell's end if it is still running.
+	data := out.Data
+	for _, m := range markerRE.FindAllSubmatchIndex(data, -1) {
+		if string(data[m[2]:m[3]]) == nonce {
+			b.offset, b.ready = out.Offset+int64(m[1]), true
+			code, _ := strconv.Atoi(string(data[m[4]:m[5]]))
+			return commandResult(data[:m[0]], code), true, nil
+		}
+	}
+	if p.Status != sandboxapi.StatusRunning {
+		return Result{}, false, nil
+	}
+	// Not finished yet (or never started): wait from after the last
+	// marker, where this call's output begins.
+	last := 0
+	if ms := markerRE.FindAllIndex(data, -1); len(ms) > 0 {
+		last = ms[len(ms)-1][1]
+	}
+	b.offset, b.ready = out.Offset+int64(last), true
+	timeout := DefaultCommandTimeout
+	if in.Timeout > 0 {
+		timeout = min(time.Duration(in.Timeout)*time.Second, MaxCommandTimeout)
+	}
+	res, err = b.await(ctx, nonce, timeout)
+	return res, err == nil, err
+}
+
+// commandResult turns output up to a marker into a result; it keeps only
+// what followed the previous marker.
+func commandResult(before []byte, code int) Result {
+	if ms := markerRE.FindAllIndex(before, -1); len(ms) > 0 {
+		before = before[ms[len(ms)-1][1]:]
+	}
+	return finishOutput(before, code, false, 0)
+}
+
+// ensure starts the shell if it is not running; the note tells the model
+// when its shell was replaced.
+func (b *Bash) ensure(ctx context.Context) (note string, err error) {
+	if b.ready {
+		p, err := b.env.Sandbox.GetProcess(ctx, b.ref)
+		if err == nil && p.Status == sandboxapi.StatusRunning {
+			return "", nil
+		}
+		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return "", b.lost(ctx, err)
+		}
+		note = "[the previous shell had exited; this is a new one: the working directory and variables were reset]\n"
+	}
+	if err := b.start(ctx); err != nil {
+		return "", err
+	}
+	return note, nil
+}
+
+func (b *Bash) start(ctx context.Context) error {
+	if p, err := b.env.Sandbox.GetProcess(ctx, b.ref); err == nil {
+		if p.Status == sandboxapi.StatusRunning {
+			// A shell from before a restart of the control plane: reuse
+			// it from the end of its output.
+			out, err := b.env.Sandbox.ReadOutput(ctx, b.ref, client.OutputOptions{Offset: 0, Limit: shellBuffer})
+			if err != nil {
+				return b.lost(ctx, err)
+			}
+			b.offset, b.ready = out.NextOffset, true
+			return nil
+		}
+		_ = b.env.Sandbox.DeleteProcess(ctx, b.ref)
+	}
+	if _, err := b.env.Sandbox.Mkdir(ctx, scriptDir, true); err != nil {
+		return fmt.Errorf("tools: bash: creating %s: %w", scriptDir, err)
+	}
+	env := map[string]string{}
+	for k, v := range b.env.ShellEnv {
+		env[k] = v
+	}
+	for k, v := range map[string]string{"PS1": "", "PS2": "", "PROMPT_COMMAND": "", "TERM": "dumb",
+		"HISTFILE": "/dev/null", "PAGER": "cat", "GIT_PAGER": "cat", "DEBIAN_FRONTEND": "noninteractive"} {
+		env[k] = v
+	}
+	p, err := b.env.Sandbox.Spawn(ctx, sandboxapi.SpawnRequest{
+		Command: "bash", Args: []string{"--noprofile", "--norc", "--noediting", "-i"},
+		Cwd: b.env.Workdir, Env: env, PTY: &sandboxapi.PTYSize{Rows: 50, Cols: 250},
+		Tag: b.ref, Label: "agent shell", BufferBytes: shellBuffer,
+	})
+	if err != nil {
+		return fmt.Errorf("tools: bash: starting the shell: %w", err)
+	}
+	_ = p
+	nonce := nonceOf("")
+	setup := fmt.Sprintf("stty -echo -onlcr; set +m; printf '\\036CORRAL:%%s:%%d\\036\\n' %s 0\n", nonce)
+	if err := b.env.Sandbox.WriteInput(ctx, b.ref, []byte(setup)); err != nil {
+		return b.lost(ctx, err)
+	}
+	b.offset = 0
+	if _, err := b.await(ctx, nonce, 30*time.Second); err != nil {
+		return fmt.Errorf("tools: bash: the shell did not start: %w", err)
+	}
+	b.ready = true
+	return nil
+}
+
+// await reads the shell's output from b.offset until nonce's marker, for
+// at most timeout; then it interrupts the command.
+func (b *Bash) await(ctx context.Context, nonce string, timeout time.Duration) (Result, error) {
+	deadline := time.Now().Add(timeout)
+	var buf []byte
+	interrupted := false
+	var skipped int64
+	for {
+		if m := findMarker(buf, nonce); m != nil {
+			b.offset += int64(m[1])
+			code, _ := strconv.Atoi(string(buf[m[4]:m[5]]))
+			if interrupted && code == 0 {
+				code = 130
+			}
+			return finishOutput(buf[:m[0]], code, interrupted, skipped), nil
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			if interrupted {
+				// ctrl-C did not end it: replace the shell.
+				out := buf
+				if err := b.kill(ctx); err != nil {
+					return Result{}, err
+				}
+				res := finishOutput(out, 137, true, skipped)
+				res.Output += "\n[the command did not stop on ctrl-C; the shell was killed and will be restarted: the working directory and variables were reset]"
+				return res, nil
+			}
+			interrupted = true
+			deadline = time.Now().Add(interruptGrace)
+			// ctrl-C to the foreground job; then a marker of our own, since
+			// an interrupt also ends the line that would have printed one.
+			_ = b.env.Sandbox.WriteInput(ctx, b.ref, []byte{0x03})
+			_ = b.env.Sandbox.WriteInput(ctx, b.ref, []byte(fmt.Sprintf("printf '\\036CORRAL:%%s:%%d\\036\\n' %s 130\n", nonce)))
+			continue
+		}
+		waitMS := int(min(wait, 10*time.Second) / time.Millisecond)
+		out, err := b.env.Sandbox.ReadOutput(ctx, b.ref, client.OutputOptions{Offset: b.offset + int64(len(buf)), WaitMS: max(waitMS, 1)})
+		if err != nil {
+			return Result{}, b.lost(ctx, err)
+		}
+		if out.Truncated {
+			skipped += out.Offset - (b.offset + int64(len(buf)))
+			b.offset = out.Offset - int64(len(buf))
+		}
+		buf = append(buf, out.Data...)
+		if len(out.Data) == 0 && out.Status == sandboxapi.StatusExited {
+			b.offset += int64(len(buf))
+			b.ready = false
+			res := finishOutput(buf, -1, interrupted, skipped)
+			if p, err := b.env.Sandbox.GetProcess(ctx, b.ref); err == nil && p.ExitCode != nil {
+				res.ExitCode = p.ExitCode
+			}
+			res.Output += "\n[the shell exited; the next command starts a new one]"
+			_ = b.env.Sandbox.DeleteProcess(ctx, b.ref)
+			return res, nil
+		}
+		if len(buf) > 2*MaxOutput {
+			// Keep the head and the recent tail only; the marker is at the end.
+			keep := append(append([]byte{}, buf[:MaxOutput/2]...), buf[len(buf)-MaxOutput/2:]...)
+			skipped += int64(len(buf) - len(keep))
+			b.offset += int64(len(buf) - len(keep))
+			buf = keep
+		}
+	}
+}
+
+// findMarker finds nonce's marker in buf: the indexes of the whole match
+// and the submatches, or nil.
+func findMarker(buf []byte, nonce string) []int {
+	for _, m := range markerRE.FindAllSubmatchIndex(buf, -1) {
+		if string(buf[m[2]:m[3]]) == nonce {
+			return m
+		}
+	}
+	return nil
+}
+
+// finishOutput cleans a command's output for people and models.
+func finishOutput(raw []byte, code int, interrupted bool, skipped int64) Result {
+	s := ansiRE.ReplaceAllString(string(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))), "")
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	// Stray markers of an earlier, interrupted command.
+	s = markerRE.ReplaceAllString(s, "")
+	if skipped > 0 {
+		s = fmt.Sprintf("[… %d bytes of output were too many to keep …]\n", skipped) + s
+	}
+	if interrupted {
+		s += "\n[interrupted: the command ran past its timeout]"
+	}
+	c := code
+	return Result{Output: s, ExitCode: &c, IsError: code != 0}
+}
+
+// kill stops and removes the shell.
+func (b *Bash) kill(ctx context.Context) error {
+	b.ready = false
+	if err := b.env.Sandbox.DeleteProcess(ctx, b.ref); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		return b.lost(ctx, err)
+	}
+	return nil
+}
+
+// Close stops the shell (the job is over).
+func (b *Bash) Close(ctx context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_ = b.kill(ctx)
+}
+
+// lost wraps a sandbox error.
+func (b *Bash) lost(_ context.Context, err error) error {
+	return fmt.Errorf("tools: bash: the sandbox's shell: %w", err)
+}
+
+// nonceOf makes a marker nonce from a call key, or a random one.
+func nonceOf(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		if r < 128 && (r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() >= 2 && b.Len() <= 64 {
+		return b.String()
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	return hex.EncodeToString(rnd[:])
+}
