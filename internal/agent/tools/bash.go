@@ -16,7 +16,6 @@ import (
 
 	"github.com/corral-sh/corral/api/sandboxapi"
 	"github.com/corral-sh/corral/client"
-	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/llm"
 )
 
@@ -42,6 +41,11 @@ const (
 // that ran while the control plane was down.
 var markerRE = regexp.MustCompile("\x1eCORRAL:([0-9a-zA-Z_-]+):(-?[0-9]+)\x1e\n?")
 
+// startRE matches the line the shell prints as it begins a command, so
+// that Recover can tell a command that never started from one still
+// running.
+var startRE = regexp.MustCompile("\x1eCORRAL-START:([0-9a-zA-Z_-]+)\x1e\n?")
+
 // ansiRE matches terminal control sequences (colours, cursor moves).
 var ansiRE = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
 
@@ -59,6 +63,7 @@ type Bash struct {
 	ref    string     // the shell's process tag
 	offset int64      // output consumed so far
 	ready  bool
+	exited bool // the last shell exited: tell the model its state is gone
 }
 
 // NewBash returns the bash tool of env.
@@ -124,7 +129,8 @@ func (b *Bash) RunCall(ctx context.Context, key string, input json.RawMessage) (
 	if _, err := b.env.Sandbox.WriteFile(ctx, file, strings.NewReader(in.Command+"\n"), 0o600); err != nil {
 		return Result{}, fmt.Errorf("tools: bash: writing the command: %w", err)
 	}
-	line := fmt.Sprintf(". %s < /dev/null; printf '\\036CORRAL:%%s:%%d\\036\\n' %s $?; rm -f %s\n", file, nonce, file)
+	line := fmt.Sprintf("printf '\\036CORRAL-START:%%s\\036\\n' %s; . %s < /dev/null; printf '\\036CORRAL:%%s:%%d\\036\\n' %s $?; rm -f %s\n",
+		nonce, file, nonce, file)
 	if err := b.env.Sandbox.WriteInput(ctx, b.ref, []byte(line)); err != nil {
 		return Result{}, b.lost(ctx, err)
 	}
@@ -151,7 +157,7 @@ func (b *Bash) Recover(ctx context.Context, key string, input json.RawMessage) (
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.env.Sandbox.GetProcess(ctx, b.ref)
-	if errors.Is(err, errdefs.ErrNotFound) {
+	if errors.Is(err, client.ErrNotFound) {
 		return Result{}, false, nil
 	}
 	if err != nil {
@@ -171,16 +177,20 @@ func (b *Bash) Recover(ctx context.Context, key string, input json.RawMessage) (
 			return commandResult(data[:m[0]], code), true, nil
 		}
 	}
-	if p.Status != sandboxapi.StatusRunning {
+	started := -1
+	for _, m := range startRE.FindAllSubmatchIndex(data, -1) {
+		if string(data[m[2]:m[3]]) == nonce {
+			started = m[0]
+		}
+	}
+	if p.Status != sandboxapi.StatusRunning || started < 0 {
+		// Never started (or its shell is gone): the caller runs it anew
+		// on a shell that continues from here.
+		b.offset, b.ready = out.NextOffset, p.Status == sandboxapi.StatusRunning
 		return Result{}, false, nil
 	}
-	// Not finished yet (or never started): wait from after the last
-	// marker, where this call's output begins.
-	last := 0
-	if ms := markerRE.FindAllIndex(data, -1); len(ms) > 0 {
-		last = ms[len(ms)-1][1]
-	}
-	b.offset, b.ready = out.Offset+int64(last), true
+	// Still running: wait for its end from where it began.
+	b.offset, b.ready = out.Offset+int64(started), true
 	timeout := DefaultCommandTimeout
 	if in.Timeout > 0 {
 		timeout = min(time.Duration(in.Timeout)*time.Second, MaxCommandTimeout)
@@ -195,7 +205,7 @@ func commandResult(before []byte, code int) Result {
 	if ms := markerRE.FindAllIndex(before, -1); len(ms) > 0 {
 		before = before[ms[len(ms)-1][1]:]
 	}
-	return finishOutput(before, code, false, 0)
+	return finishOutput(nil, before, code, false, 0)
 }
 
 // ensure starts the shell if it is not running; the note tells the model
@@ -206,10 +216,14 @@ func (b *Bash) ensure(ctx context.Context) (note string, err error) {
 		if err == nil && p.Status == sandboxapi.StatusRunning {
 			return "", nil
 		}
-		if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if err != nil && !errors.Is(err, client.ErrNotFound) {
 			return "", b.lost(ctx, err)
 		}
+		b.exited = true
+	}
+	if b.exited {
 		note = "[the previous shell had exited; this is a new one: the working directory and variables were reset]\n"
+		b.exited = false
 	}
 	if err := b.start(ctx); err != nil {
 		return "", err
@@ -265,10 +279,11 @@ func (b *Bash) start(ctx context.Context) error {
 }
 
 // await reads the shell's output from b.offset until nonce's marker, for
-// at most timeout; then it interrupts the command.
+// at most timeout; then it interrupts the command. Output beyond
+// MaxOutput keeps its head and its tail.
 func (b *Bash) await(ctx context.Context, nonce string, timeout time.Duration) (Result, error) {
 	deadline := time.Now().Add(timeout)
-	var buf []byte
+	var head, buf []byte // head: the first bytes, once buf overflowed; buf: the rest
 	interrupted := false
 	var skipped int64
 	for {
@@ -278,17 +293,16 @@ func (b *Bash) await(ctx context.Context, nonce string, timeout time.Duration) (
 			if interrupted && code == 0 {
 				code = 130
 			}
-			return finishOutput(buf[:m[0]], code, interrupted, skipped), nil
+			return finishOutput(head, buf[:m[0]], code, interrupted, skipped), nil
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			if interrupted {
 				// ctrl-C did not end it: replace the shell.
-				out := buf
 				if err := b.kill(ctx); err != nil {
 					return Result{}, err
 				}
-				res := finishOutput(out, 137, true, skipped)
+				res := finishOutput(head, buf, 137, true, skipped)
 				res.Output += "\n[the command did not stop on ctrl-C; the shell was killed and will be restarted: the working directory and variables were reset]"
 				return res, nil
 			}
@@ -301,32 +315,41 @@ func (b *Bash) await(ctx context.Context, nonce string, timeout time.Duration) (
 			continue
 		}
 		waitMS := int(min(wait, 10*time.Second) / time.Millisecond)
-		out, err := b.env.Sandbox.ReadOutput(ctx, b.ref, client.OutputOptions{Offset: b.offset + int64(len(buf)), WaitMS: max(waitMS, 1)})
+		at := b.offset + int64(len(buf))
+		out, err := b.env.Sandbox.ReadOutput(ctx, b.ref, client.OutputOptions{Offset: at, WaitMS: max(waitMS, 1)})
 		if err != nil {
 			return Result{}, b.lost(ctx, err)
 		}
-		if out.Truncated {
-			skipped += out.Offset - (b.offset + int64(len(buf)))
-			b.offset = out.Offset - int64(len(buf))
+		if out.Truncated && out.Offset > at {
+			skipped += out.Offset - at
+			b.offset += out.Offset - at
 		}
 		buf = append(buf, out.Data...)
 		if len(out.Data) == 0 && out.Status == sandboxapi.StatusExited {
 			b.offset += int64(len(buf))
-			b.ready = false
-			res := finishOutput(buf, -1, interrupted, skipped)
+			b.ready, b.exited = false, true
+			res := finishOutput(head, buf, -1, interrupted, skipped)
 			if p, err := b.env.Sandbox.GetProcess(ctx, b.ref); err == nil && p.ExitCode != nil {
-				res.ExitCode = p.ExitCode
+				c := *p.ExitCode
+				res.ExitCode, res.IsError = &c, c != 0
 			}
 			res.Output += "\n[the shell exited; the next command starts a new one]"
 			_ = b.env.Sandbox.DeleteProcess(ctx, b.ref)
 			return res, nil
 		}
-		if len(buf) > 2*MaxOutput {
-			// Keep the head and the recent tail only; the marker is at the end.
-			keep := append(append([]byte{}, buf[:MaxOutput/2]...), buf[len(buf)-MaxOutput/2:]...)
-			skipped += int64(len(buf) - len(keep))
-			b.offset += int64(len(buf) - len(keep))
-			buf = keep
+		if len(buf) > MaxOutput {
+			// Keep the head once, then only a tail long enough to hold
+			// the marker when it comes.
+			if head == nil {
+				head = append([]byte{}, buf[:MaxOutput/2]...)
+				buf = buf[MaxOutput/2:]
+				b.offset += MaxOutput / 2
+			}
+			if drop := len(buf) - MaxOutput/2; drop > 0 {
+				skipped += int64(drop)
+				b.offset += int64(drop)
+				buf = append([]byte{}, buf[drop:]...)
+			}
 		}
 	}
 }
@@ -342,14 +365,15 @@ func findMarker(buf []byte, nonce string) []int {
 	return nil
 }
 
-// finishOutput cleans a command's output for people and models.
-func finishOutput(raw []byte, code int, interrupted bool, skipped int64) Result {
-	s := ansiRE.ReplaceAllString(string(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))), "")
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	// Stray markers of an earlier, interrupted command.
-	s = markerRE.ReplaceAllString(s, "")
-	if skipped > 0 {
-		s = fmt.Sprintf("[… %d bytes of output were too many to keep …]\n", skipped) + s
+// finishOutput cleans a command's output (its head, if it overflowed,
+// and the rest) for people and models.
+func finishOutput(head, raw []byte, code int, interrupted bool, skipped int64) Result {
+	s := clean(raw)
+	switch {
+	case head != nil:
+		s = clean(head) + fmt.Sprintf("\n[… %d bytes of output omitted …]\n", skipped) + s
+	case skipped > 0:
+		s = fmt.Sprintf("[… %d bytes of output were lost …]\n", skipped) + s
 	}
 	if interrupted {
 		s += "\n[interrupted: the command ran past its timeout]"
@@ -358,10 +382,19 @@ func finishOutput(raw []byte, code int, interrupted bool, skipped int64) Result 
 	return Result{Output: s, ExitCode: &c, IsError: code != 0}
 }
 
+// clean turns terminal output into text: CRLF to LF, no control
+// sequences, no markers, valid UTF-8.
+func clean(raw []byte) string {
+	s := ansiRE.ReplaceAllString(string(bytes.ReplaceAll(raw, []byte("\r\n"), []byte("\n"))), "")
+	s = markerRE.ReplaceAllString(s, "")
+	s = startRE.ReplaceAllString(s, "")
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
 // kill stops and removes the shell.
 func (b *Bash) kill(ctx context.Context) error {
 	b.ready = false
-	if err := b.env.Sandbox.DeleteProcess(ctx, b.ref); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+	if err := b.env.Sandbox.DeleteProcess(ctx, b.ref); err != nil && !errors.Is(err, client.ErrNotFound) {
 		return b.lost(ctx, err)
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/corral-sh/corral/api/sandboxapi"
-	"github.com/corral-sh/corral/internal/errdefs"
+	"github.com/corral-sh/corral/client"
 	"github.com/corral-sh/corral/internal/llm"
 )
 
@@ -105,10 +105,10 @@ func fileError(res Result, err error, p string) (Result, error) {
 	switch {
 	case errors.As(err, &ob):
 		return Errorf("%s", ob.msg), nil
-	case errors.Is(err, errdefs.ErrNotFound):
+	case errors.Is(err, client.ErrNotFound):
 		return Errorf("%s: no such file or directory", p), nil
-	case errors.Is(err, errdefs.ErrInvalid), errors.Is(err, errdefs.ErrConflict),
-		errors.Is(err, errdefs.ErrForbidden), errors.Is(err, errdefs.ErrTooLarge), errors.Is(err, errdefs.ErrUnprocessable):
+	case errors.Is(err, client.ErrInvalid), errors.Is(err, client.ErrConflict),
+		errors.Is(err, client.ErrForbidden), errors.Is(err, client.ErrTooLarge), errors.Is(err, client.ErrUnprocessable):
 		return Errorf("%s: %v", p, err), nil
 	}
 	return Result{}, err
@@ -216,7 +216,7 @@ func (e *Editor) view(ctx context.Context, p string, rng []int) (Result, error) 
 func (e *Editor) create(ctx context.Context, p, text string) (Result, error) {
 	old, err := e.read(ctx, p)
 	existed := err == nil
-	if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+	if err != nil && !errors.Is(err, client.ErrNotFound) {
 		return Result{}, err
 	}
 	if existed {
@@ -315,7 +315,7 @@ func undoKey(p string) string {
 
 func (e *Editor) snapshots(ctx context.Context, p string) ([]int, map[int]bool, error) {
 	l, err := e.env.Sandbox.List(ctx, undoKey(p), 1)
-	if errors.Is(err, errdefs.ErrNotFound) {
+	if errors.Is(err, client.ErrNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
@@ -386,7 +386,7 @@ func (e *Editor) undo(ctx context.Context, p string) (Result, error) {
 	last := ns[len(ns)-1]
 	name := undoKey(p) + "/" + strconv.Itoa(last)
 	if absent[last] {
-		if err := e.env.Sandbox.DeleteFile(ctx, p, false); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if err := e.env.Sandbox.DeleteFile(ctx, p, false); err != nil && !errors.Is(err, client.ErrNotFound) {
 			return Result{}, err
 		}
 		_ = e.env.Sandbox.DeleteFile(ctx, name+".absent", false)
