@@ -30,7 +30,7 @@ type upProcess struct {
 	log  *os.File
 }
 
-func startUp(t *testing.T, dataDir, stateRoot, listen, token string) *upProcess {
+func startUp(t *testing.T, dataDir, stateRoot, listen, token string, env ...string) *upProcess {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(dataDir, "up.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -38,7 +38,7 @@ func startUp(t *testing.T, dataDir, stateRoot, listen, token string) *upProcess 
 	}
 	p := &upProcess{t: t, url: "http://" + listen, log: logf,
 		args: []string{"up", "--data-dir", dataDir, "--listen", listen, "--runtime", "bwrap", "--state-root", stateRoot, "--log-level", "info"},
-		env:  append(os.Environ(), "CORRAL_ADMIN_TOKEN="+token, "CORRAL_CONFIG="+filepath.Join(dataDir, "config.json"))}
+		env:  append(append(os.Environ(), "CORRAL_ADMIN_TOKEN="+token, "CORRAL_CONFIG="+filepath.Join(dataDir, "config.json")), env...)}
 	p.start()
 	return p
 }

@@ -20,6 +20,7 @@ func (r *run) recall(query string, limit int) string {
 	}
 	var b strings.Builder
 	n := 0
+	seen := map[string]bool{}
 	for i := len(r.st.log) - 1; i >= 0 && n < limit; i-- {
 		ev := r.st.log[i]
 		label, text := searchable(ev)
@@ -38,6 +39,10 @@ func (r *run) recall(query string, limit int) string {
 		if to < len(text) {
 			excerpt += "…"
 		}
+		if seen[excerpt] {
+			continue // the same text again (a repeated summary or output)
+		}
+		seen[excerpt] = true
 		where := label
 		if ev.Seq > 0 {
 			where = fmt.Sprintf("event %d, %s", ev.Seq, label)

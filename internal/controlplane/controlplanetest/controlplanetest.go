@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-sh/corral/internal/auth"
 	"github.com/corral-sh/corral/internal/controlplane"
+	"github.com/corral-sh/corral/internal/llm/registry"
 	"github.com/corral-sh/corral/internal/runtime/catalog"
 	"github.com/corral-sh/corral/internal/runtime/runtimetest"
 	"github.com/corral-sh/corral/internal/template"
@@ -49,6 +50,9 @@ type Options struct {
 	RateLimit float64
 	// TenantLimits are given to tenants as they are created.
 	TenantLimits auth.TenantLimits
+	// LLM configures the built-in agent's providers (point them at an
+	// internal/llm/llmtest server); none when zero.
+	LLM registry.Config
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -79,6 +83,7 @@ func Start(t testing.TB, opts Options) *Server {
 		WorkerID:     opts.WorkerID,
 		RateLimit:    opts.RateLimit,
 		TenantLimits: opts.TenantLimits,
+		LLM:          opts.LLM,
 		Out:          io.Discard,
 		Log:          slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
