@@ -288,7 +288,7 @@ func TestBuiltinAgentResumesAfterKill9(t *testing.T) {
 				"command": "echo begin >> /workspace/progress.txt; sleep 4; echo end >> /workspace/progress.txt; echo slow-command-output"})}}
 		}},
 		llmtest.Turn{
-			Match: func(r llmtest.Request) bool { return strings.Contains(lastResult(r).Text, "slow-command-output") },
+			Match:     func(r llmtest.Request) bool { return strings.Contains(lastResult(r).Text, "slow-command-output") },
 			ToolCalls: []llmtest.ToolCall{llmtest.Call("bash", map[string]any{"command": "cat /workspace/progress.txt"})}},
 		llmtest.Turn{
 			Match:     func(r llmtest.Request) bool { return lastResult(r).Text == "begin\nend\n" },
