@@ -39,6 +39,10 @@ const (
 	ReasonExitCode    = "exit_code"
 	ReasonCancelled   = "cancelled"
 	ReasonInfra       = "infrastructure_error"
+	ReasonSecret      = "secret_unavailable" // a secret the job names is missing or unreadable
+	ReasonCloneFailed = "clone_failed"       // the repository could not be cloned (URL, auth, ref)
+	ReasonPushFailed  = "push_failed"        // the job's branch could not be pushed
+	ReasonPRFailed    = "pr_failed"          // the forge refused the pull request
 )
 
 // Networks.

@@ -154,7 +154,13 @@ func TestSubmitValidation(t *testing.T) {
 		{"template path", script(func(r *cpapi.JobRequest) { r.Template = "../etc" }), errdefs.ErrInvalid},
 		{"runtime with space", script(func(r *cpapi.JobRequest) { r.Runtime = "dock er" }), errdefs.ErrInvalid},
 		{"repo without url", script(func(r *cpapi.JobRequest) { r.Repo = &cpapi.Repo{} }), errdefs.ErrInvalid},
-		{"repo", script(func(r *cpapi.JobRequest) { r.Repo = &cpapi.Repo{URL: "https://example.com/r.git"} }), errdefs.ErrUnprocessable},
+		{"repo url option", script(func(r *cpapi.JobRequest) { r.Repo = &cpapi.Repo{URL: "--upload-pack=x"} }), errdefs.ErrInvalid},
+		{"repo file url", script(func(r *cpapi.JobRequest) { r.Repo = &cpapi.Repo{URL: "file:///etc"} }), errdefs.ErrInvalid},
+		{"repo ref option", script(func(r *cpapi.JobRequest) { r.Repo = &cpapi.Repo{URL: "https://example.com/r.git", Ref: "-f"} }), errdefs.ErrInvalid},
+		{"repo bad secret", script(func(r *cpapi.JobRequest) { r.Repo = &cpapi.Repo{URL: "https://example.com/r.git", Secret: "a b"} }), errdefs.ErrInvalid},
+		{"secret name", script(func(r *cpapi.JobRequest) { r.Secrets = []string{"A-B"} }), errdefs.ErrInvalid},
+		{"secret reserved", script(func(r *cpapi.JobRequest) { r.Secrets = []string{"CORRAL_X"} }), errdefs.ErrInvalid},
+		{"secret and env", script(func(r *cpapi.JobRequest) { r.Secrets = []string{"A"}; r.Env = map[string]string{"A": "1"} }), errdefs.ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := m.Submit(context.Background(), tenant, tc.req)

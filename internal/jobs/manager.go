@@ -15,6 +15,7 @@ import (
 	"github.com/corral-sh/corral/internal/agent"
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/eventlog"
+	"github.com/corral-sh/corral/internal/forge"
 	"github.com/corral-sh/corral/internal/store"
 )
 
@@ -76,7 +77,13 @@ type Options struct {
 	// AgentBudget limits every agent job (steps, tokens); zero fields
 	// leave the agent's defaults.
 	AgentBudget agent.Budget
-	Log         *slog.Logger
+	// Secrets gives jobs the tenant secrets they name (job secrets and a
+	// repository's token); jobs naming secrets are refused without it.
+	Secrets Secrets
+	// Forge opens the pull requests of repository jobs; without one the
+	// branch is pushed and the result says no pull request was opened.
+	Forge forge.Forge
+	Log   *slog.Logger
 }
 
 // Manager runs jobs. Its methods are safe for concurrent use.

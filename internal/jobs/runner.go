@@ -82,6 +82,8 @@ type runner struct {
 	gate   sync.Mutex
 	closed bool // guarded by gate: the job is final
 
+	extraSecrets []string // tenant secrets resolved for this job, redacted until it ends
+
 	mu        sync.Mutex // guards the fields below (read by the guardian)
 	status    store.JobStatus
 	sandboxID string
@@ -206,8 +208,28 @@ func (r *runner) run() {
 	secrets := r.secrets()
 	r.m.broker.Redactor().Add(secrets...)
 	defer r.m.broker.Redactor().Remove(secrets...)
+	defer func() { r.m.broker.Redactor().Remove(r.takeSecrets()...) }()
 	err := r.drive(r.ctx)
 	r.conclude(err)
+}
+
+// addSecret redacts v from the job's log until the runner ends.
+func (r *runner) addSecret(v string) {
+	if v == "" {
+		return
+	}
+	r.mu.Lock()
+	r.extraSecrets = append(r.extraSecrets, v)
+	r.mu.Unlock()
+	r.m.broker.Redactor().Add(v)
+}
+
+func (r *runner) takeSecrets() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.extraSecrets
+	r.extraSecrets = nil
+	return s
 }
 
 // secrets are the job's env values that look like credentials, so the

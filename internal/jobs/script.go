@@ -47,6 +47,9 @@ func (r *runner) runScript(ctx context.Context, req *cpapi.JobRequest) error {
 		if err := r.provision(ctx, req); err != nil {
 			return err
 		}
+		if err := r.prepareWorkspace(ctx, req); err != nil {
+			return err
+		}
 		sb := r.sandbox()
 		if _, err := r.transition(ctx, store.JobRunning, "", func(j *store.Job) { j.SandboxID = sb }); err != nil {
 			return err
@@ -68,10 +71,13 @@ func (r *runner) runScript(ctx context.Context, req *cpapi.JobRequest) error {
 			return err
 		}
 	}
+	res := r.result(exit)
+	if err := r.complete(ctx, req, cl, res); err != nil {
+		return err
+	}
 	if _, err := r.m.pack(ctx, r, cl); err != nil {
 		return r.sandboxErr(ctx, err, "packing the artifacts failed")
 	}
-	res := r.result(exit)
 	// Teardown comes before the final state: a finished job holds nothing.
 	r.m.removeSandbox(ctx, r.tenant, r.id, r.sandbox())
 	if _, err := r.finish(ctx, store.JobCompleted, "", func(j *store.Job) { j.Result = res }); err != nil {
@@ -201,8 +207,12 @@ func (r *runner) process(ctx context.Context, cl *client.Client, req *cpapi.JobR
 			if from > 0 { // it ran, and sandboxd forgot it: not the sandbox we knew
 				return nil, &failure{reason: cpapi.ReasonSandboxLost, msg: "the job's process is gone from its sandbox", err: err}
 			}
+			env, err := r.agentEnv(ctx, req)
+			if err != nil {
+				return nil, err
+			}
 			p, err = cl.Spawn(ctx, sandboxapi.SpawnRequest{Command: "/bin/sh", Args: []string{"-c", req.Command},
-				Cwd: runtime.WorkspaceDir, Env: req.Env, Tag: tag, Label: "job " + r.id, BufferBytes: outputWindow})
+				Cwd: runtime.WorkspaceDir, Env: env, Tag: tag, Label: "job " + r.id, BufferBytes: outputWindow})
 			if err == nil {
 				return p, nil
 			}

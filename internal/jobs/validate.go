@@ -41,7 +41,7 @@ var agents = map[string]bool{
 }
 
 // normalize validates a job request and fills in its defaults: agent
-// builtin, network none, timeout_s from def. ErrInvalid for a malformed
+// builtin, network none (egress for a repository job), timeout_s from def. ErrInvalid for a malformed
 // request, ErrUnprocessable for one this control plane cannot run yet.
 func normalize(req cpapi.JobRequest, def time.Duration, available func(agent string) bool) (cpapi.JobRequest, error) {
 	if req.Agent == "" {
@@ -76,7 +76,12 @@ func normalize(req cpapi.JobRequest, def time.Duration, available func(agent str
 	}
 	switch req.Network {
 	case "":
+		// A repository job must reach its remote; anything else starts
+		// cut off.
 		req.Network = cpapi.NetworkNone
+		if req.Repo != nil {
+			req.Network = cpapi.NetworkEgress
+		}
 	case cpapi.NetworkNone, cpapi.NetworkEgress:
 	default:
 		return req, errdefs.Invalidf("network must be none or egress, not %q", req.Network)
@@ -99,15 +104,59 @@ func normalize(req cpapi.JobRequest, def time.Duration, available func(agent str
 		return req, err
 	}
 	if req.Repo != nil {
-		if req.Repo.URL == "" {
-			return req, errdefs.Invalidf("repo needs a url")
+		if err := checkRepo(req.Repo); err != nil {
+			return req, err
 		}
-		return req, errdefs.Unprocessablef("repository jobs are not available yet")
+	}
+	if err := checkSecretNames(req.Secrets, req.Env); err != nil {
+		return req, err
 	}
 	if !available(req.Agent) {
 		return req, errdefs.Unprocessablef("agent %q is not available in this control plane (for builtin: configure a model provider, e.g. ANTHROPIC_API_KEY or OPENAI_BASE_URL)", req.Agent)
 	}
 	return req, nil
+}
+
+// checkRepo validates a repository: a URL git can clone (http(s), ssh,
+// git or scp-like), a ref without option-like or control characters, a
+// secret name.
+func checkRepo(r *cpapi.Repo) error {
+	u := r.URL
+	switch {
+	case u == "":
+		return errdefs.Invalidf("repo needs a url")
+	case len(u) > 2048 || strings.HasPrefix(u, "-") || strings.ContainsAny(u, " \t\n\r\x00"):
+		return errdefs.Invalidf("repo.url %q is not a URL git can clone", u)
+	case !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "ssh://") &&
+		!strings.HasPrefix(u, "git://") && !scpLike.MatchString(u):
+		return errdefs.Invalidf("repo.url %q must be http(s)://, ssh://, git:// or user@host:path", u)
+	case len(r.Ref) > 255 || strings.HasPrefix(r.Ref, "-") || strings.ContainsAny(r.Ref, " ~^:?*[\\\x00\t\n") || strings.Contains(r.Ref, ".."):
+		return errdefs.Invalidf("repo.ref %q is not a valid branch, tag or commit", r.Ref)
+	case r.Secret != "" && !envKey.MatchString(r.Secret):
+		return errdefs.Invalidf("repo.secret %q is not a secret name", r.Secret)
+	}
+	return nil
+}
+
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+
+// checkSecretNames accepts secret names that do not clash with env.
+func checkSecretNames(names []string, env map[string]string) error {
+	if len(names) > maxEnv {
+		return errdefs.Invalidf("at most %d secrets", maxEnv)
+	}
+	for _, n := range names {
+		switch {
+		case !envKey.MatchString(n):
+			return errdefs.Invalidf("secret name %q must match %s", n, envKey)
+		case strings.HasPrefix(strings.ToUpper(n), "CORRAL_"):
+			return errdefs.Invalidf("secret name %q: CORRAL_* is reserved", n)
+		}
+		if _, ok := env[n]; ok {
+			return errdefs.Invalidf("%s is both in env and in secrets", n)
+		}
+	}
+	return nil
 }
 
 // checkModel accepts "" or "openai/<name>" or "anthropic/<name>".

@@ -243,6 +243,12 @@ func (r *run) recordAnswer(ctx context.Context, step int, resp *llm.Response, to
 			evs = append(evs, agent.Event{Type: cpapi.EventMessage, Data: cpapi.MessageData{Role: "agent", Text: text}})
 		}
 	}
+	// The calls go into the log with the answer (one append): a run that
+	// resumes finds them started, and bash tells by its start marker
+	// whether a command really began.
+	for _, c := range resp.Message.ToolCalls() {
+		evs = append(evs, agent.Event{Type: cpapi.EventToolCall, Data: cpapi.ToolCallData{CallID: c.CallID, Tool: c.Tool, Input: callInput(c.Input)}})
+	}
 	return r.record(ctx, evs...)
 }
 
@@ -283,14 +289,10 @@ func (r *run) runCalls(ctx context.Context) error {
 // whose tool.call is already in the log was interrupted by a crash: bash
 // looks for its end in the shell's output before running anything again.
 func (r *run) runCall(ctx context.Context, key string, c llm.Part) error {
-	input := c.Input
-	if !json.Valid(input) {
-		input, _ = json.Marshal(string(c.Input))
-	}
 	started := r.called(c.CallID)
 	if !started {
 		if err := r.record(ctx, agent.Event{Type: cpapi.EventToolCall, Data: cpapi.ToolCallData{
-			CallID: c.CallID, Tool: c.Tool, Input: input}}); err != nil {
+			CallID: c.CallID, Tool: c.Tool, Input: callInput(c.Input)}}); err != nil {
 			return err
 		}
 	}
@@ -350,6 +352,16 @@ func (r *run) called(id string) bool {
 		}
 	}
 	return false
+}
+
+// callInput is a call's input for the log: the JSON the model wrote, or
+// that text as a JSON string when it is not valid JSON.
+func callInput(in json.RawMessage) json.RawMessage {
+	if json.Valid(in) {
+		return in
+	}
+	b, _ := json.Marshal(string(in))
+	return b
 }
 
 func isObject(b json.RawMessage) bool {

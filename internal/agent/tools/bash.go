@@ -131,16 +131,15 @@ func (b *Bash) RunCall(ctx context.Context, key string, input json.RawMessage) (
 	}
 	line := fmt.Sprintf("printf '\\036CORRAL-START:%%s\\036\\n' %s; . %s < /dev/null; printf '\\036CORRAL:%%s:%%d\\036\\n' %s $?; rm -f %s\n",
 		nonce, file, nonce, file)
-	if err := b.env.Sandbox.WriteInput(ctx, b.ref, []byte(line)); err != nil {
-		return Result{}, b.lost(ctx, err)
+	note2, err := b.send(ctx, line)
+	if err != nil {
+		return Result{}, err
 	}
 	res, err := b.await(ctx, nonce, timeout)
 	if err != nil {
 		return Result{}, err
 	}
-	if note != "" {
-		res.Output = note + res.Output
-	}
+	res.Output = note + note2 + res.Output
 	return res, nil
 }
 
@@ -208,25 +207,37 @@ func commandResult(before []byte, code int) Result {
 	return finishOutput(nil, before, code, false, 0)
 }
 
-// ensure starts the shell if it is not running; the note tells the model
-// when its shell was replaced.
+// ensure starts the shell unless this tool already did; the note tells
+// the model when its shell was replaced. A shell that died meanwhile is
+// found when writing to it fails (see send).
 func (b *Bash) ensure(ctx context.Context) (note string, err error) {
-	if b.ready {
-		p, err := b.env.Sandbox.GetProcess(ctx, b.ref)
-		if err == nil && p.Status == sandboxapi.StatusRunning {
-			return "", nil
+	if !b.ready {
+		if err := b.start(ctx); err != nil {
+			return "", err
 		}
-		if err != nil && !errors.Is(err, client.ErrNotFound) {
-			return "", b.lost(ctx, err)
-		}
-		b.exited = true
 	}
 	if b.exited {
 		note = "[the previous shell had exited; this is a new one: the working directory and variables were reset]\n"
 		b.exited = false
 	}
-	if err := b.start(ctx); err != nil {
-		return "", err
+	return note, nil
+}
+
+// send writes a command line to the shell; if the shell is gone (it
+// exited, or someone deleted it) it starts a new one and sends again.
+func (b *Bash) send(ctx context.Context, line string) (note string, err error) {
+	err = b.env.Sandbox.WriteInput(ctx, b.ref, []byte(line))
+	if errors.Is(err, client.ErrConflict) || errors.Is(err, client.ErrNotFound) {
+		_ = b.env.Sandbox.DeleteProcess(ctx, b.ref)
+		b.ready = false
+		if err := b.start(ctx); err != nil {
+			return "", err
+		}
+		note = "[the previous shell had exited; this is a new one: the working directory and variables were reset]\n"
+		err = b.env.Sandbox.WriteInput(ctx, b.ref, []byte(line))
+	}
+	if err != nil {
+		return "", b.lost(ctx, err)
 	}
 	return note, nil
 }
