@@ -105,6 +105,10 @@ func (v *eventView) show(e cpapi.Event) error {
 		return v.note(style, "← %s %s", status, oneLine(d.Output, 140))
 	case cpapi.EventError:
 		return v.note(styleRed, "error: %s", field(e.Data, "message"))
+	case cpapi.EventCondensed:
+		var d cpapi.CondensedData
+		_ = json.Unmarshal(e.Data, &d)
+		return v.note(styleDim, "▸ context condensed: %d messages summarised (~%d → ~%d tokens)", d.Dropped, d.TokensBefore, d.TokensAfter)
 	case cpapi.EventArtifact:
 		var d struct {
 			Name string `json:"name"`

@@ -19,7 +19,8 @@ type runFlags struct {
 	cf                          cpFlags
 	spec                        specFlags
 	agent, model, command, repo string
-	labels                      []string
+	repoSecret                  string
+	labels, secrets             []string
 	follow                      bool
 }
 
@@ -37,7 +38,8 @@ ctrl-C detaches (exit 130) and leaves the job running; 'corral logs -f <id>'
 follows it again.
 
   corral run --cmd 'npm test' --follow
-  corral run --agent claude-code --repo https://github.com/me/app@main "fix the failing test"
+  corral run --agent claude-code --repo https://github.com/me/app@main --repo-secret GITHUB_TOKEN "fix the failing test"
+  corral run --model anthropic/claude-sonnet-4-5 --follow "write a CLI that prints primes"
 
 --cmd runs a shell command (the script agent); the task then defaults to
 the command.`,
@@ -70,7 +72,9 @@ the command.`,
 	f.StringVar(&rf.agent, "agent", "", "agent: script, builtin, claude-code, codex, opencode, gemini (default builtin; script with --cmd)")
 	f.StringVar(&rf.model, "model", "", "model of the agent: openai/<name> or anthropic/<name>")
 	f.StringVar(&rf.command, "cmd", "", "shell command to run (the script agent)")
-	f.StringVar(&rf.repo, "repo", "", "repository to work on: URL[@ref]")
+	f.StringVar(&rf.repo, "repo", "", "repository to work on: URL[@ref]; the job's branch is pushed and a pull request opened")
+	f.StringVar(&rf.repoSecret, "repo-secret", "", "tenant secret holding the repository's token (see corral secret set)")
+	f.StringArrayVar(&rf.secrets, "secret", nil, "tenant secret NAME given to the job's processes as $NAME (repeatable)")
 	f.StringArrayVarP(&rf.labels, "label", "l", nil, "label KEY=VALUE (repeatable)")
 	f.BoolVarP(&rf.follow, "follow", "f", false, "stream the job until it ends and exit with its result")
 	return cmd
@@ -104,8 +108,11 @@ func (f *runFlags) request(words []string) (cpapi.JobRequest, error) {
 	}
 	if f.repo != "" {
 		u, ref := splitRepo(f.repo)
-		req.Repo = &cpapi.Repo{URL: u, Ref: ref}
+		req.Repo = &cpapi.Repo{URL: u, Ref: ref, Secret: f.repoSecret}
+	} else if f.repoSecret != "" {
+		return req, errors.New("--repo-secret needs --repo")
 	}
+	req.Secrets = f.secrets
 	return req, nil
 }
 

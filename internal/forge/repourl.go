@@ -1,0 +1,125 @@
+package forge
+
+import (
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/corral-sh/corral/internal/errdefs"
+)
+
+// Repo names a repository on a forge.
+type Repo struct {
+	Host  string // lowercase, with a port if the URL had one
+	Owner string
+	Name  string // without ".git"
+}
+
+// FullName is "owner/name".
+func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
+
+var (
+	validOwner = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$`)
+	validName  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+	validHost  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$`)
+)
+
+// ParseRepoURL reads the owner and name from a clone URL:
+//
+//	https://github.com/owner/name(.git)     also http://, with or without credentials
+//	ssh://git@github.com(:22)/owner/name.git
+//	git@github.com:owner/name.git           scp-like
+//	git://host/owner/name.git
+//
+// on github.com or any other host (GitHub Enterprise). The path must be
+// exactly owner/name: anything else (extra segments, "..", escapes, a query,
+// a local path) is ErrInvalid, since owner and name end up in API paths.
+// Messages show the URL without its credentials.
+func ParseRepoURL(raw string) (Repo, error) {
+	shown := showURL(raw)
+	bad := func(why string) (Repo, error) {
+		return Repo{}, errdefs.Invalidf("repository URL %s: %s", shown, why)
+	}
+	if raw == "" {
+		return Repo{}, errdefs.Invalidf("repository URL is empty")
+	}
+	if len(raw) > 2048 {
+		return bad("too long")
+	}
+	for _, r := range raw {
+		if r <= ' ' || r == 0x7f {
+			return bad("contains spaces or control characters")
+		}
+	}
+	var host, path string
+	if scheme, _, ok := strings.Cut(raw, "://"); ok {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return bad("not a URL")
+		}
+		switch strings.ToLower(scheme) {
+		case "https", "http", "ssh", "git":
+		default:
+			return bad("want an https, ssh or git URL of a hosted repository")
+		}
+		if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(raw, "?#") {
+			return bad("must not have a query or a fragment")
+		}
+		if strings.Contains(raw, "%") {
+			return bad("must not contain escapes (%)")
+		}
+		host, path = u.Host, u.Path
+	} else {
+		// scp-like: [user@]host:owner/name
+		hp, p, ok := strings.Cut(raw, ":")
+		h := hp[strings.LastIndex(hp, "@")+1:]
+		if !ok || h == "" || strings.Contains(h, "/") || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+			return bad("want a URL such as https://github.com/owner/name.git or git@github.com:owner/name.git")
+		}
+		if strings.ContainsAny(p, "?#%") {
+			return bad("must not contain '?', '#' or '%'")
+		}
+		host, path = h, p
+	}
+	if !validHost.MatchString(host) {
+		return bad("bad host")
+	}
+	path = strings.TrimPrefix(path, "/")
+	path = strings.TrimSuffix(path, "/")
+	owner, name, ok := strings.Cut(path, "/")
+	if !ok || strings.Contains(name, "/") {
+		return bad("the path must be owner/name")
+	}
+	name = strings.TrimSuffix(name, ".git")
+	switch {
+	case !validOwner.MatchString(owner) || owner == "." || owner == "..":
+		return bad("bad owner")
+	case !validName.MatchString(name) || name == "." || name == "..":
+		return bad("bad repository name")
+	}
+	return Repo{Host: strings.ToLower(host), Owner: owner, Name: name}, nil
+}
+
+// showURL is raw without credentials, quoted and cut for messages.
+func showURL(raw string) string {
+	s := raw
+	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			u.User = nil
+			_, rest, _ = strings.Cut(u.String(), "://")
+			rest = "***@" + rest
+		} else if i := strings.LastIndex(rest, "@"); i >= 0 {
+			rest = "***@" + rest[i+1:]
+		}
+		s = scheme + "://" + rest
+	} else if hp, path, ok := strings.Cut(raw, ":"); ok {
+		if i := strings.LastIndex(hp, "@"); i >= 0 {
+			s = "***@" + hp[i+1:] + ":" + path
+		}
+	}
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return strconv.Quote(s)
+}
