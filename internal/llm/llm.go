@@ -123,8 +123,11 @@ func (u Usage) Add(v Usage) Usage {
 		u.CacheReadTokens + v.CacheReadTokens, u.CacheWriteTokens + v.CacheWriteTokens}
 }
 
-// Total is input plus output tokens (cache reads included in input).
-func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens }
+// Total is every token of the call: input, output and cache reads and
+// writes (providers report InputTokens without the cached ones).
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
 
 // Stop reasons, normalised across providers.
 const (
