@@ -88,7 +88,16 @@ type run struct {
 	tools *tools.Set
 	bash  *tools.Bash
 	env   *tools.Env
+
+	// Screenshots of this run's tool results, by call id, newest last:
+	// the log does not keep images, so only a live run shows them, and
+	// only the most recent few (they are large).
+	images     map[string][]llm.Part
+	imageCalls []string
 }
+
+// keptImages is how many tool results keep their images in a request.
+const keptImages = 3
 
 // Run implements agent.Agent.
 func (a *Agent) Run(ctx context.Context, s *agent.Session) (*agent.Result, error) {
@@ -101,9 +110,10 @@ func (a *Agent) Run(ctx context.Context, s *agent.Session) (*agent.Result, error
 	}
 	r := &run{a: a, s: s, st: newState(s.Task), prov: prov, model: name, full: prov.Name() + "/" + name}
 	r.env = &tools.Env{Sandbox: s.Sandbox, JobID: s.JobID, Workdir: s.Workdir, ShellEnv: s.Env, Recall: r.recall}
-	if r.tools, r.bash, err = tools.Standard(r.env); err != nil {
+	if r.tools, r.bash, err = tools.ForSandbox(ctx, r.env); err != nil {
 		return nil, err
 	}
+	r.images = map[string][]llm.Part{}
 	for _, ev := range s.History {
 		r.st.apply(ev)
 	}
@@ -201,7 +211,7 @@ func (r *run) step(ctx context.Context) error {
 	for _, m := range r.st.inbox {
 		injected = append(injected, m.seq)
 	}
-	msgs := r.st.conversation(injected)
+	msgs := r.withImages(r.st.conversation(injected))
 	step := r.st.step + 1
 	req := llm.Request{Model: r.model, System: systemPrompt(r.s.Workdir), Messages: msgs, Tools: r.tools.Specs(),
 		MaxTokens: r.a.cfg.MaxOutputTokens}
@@ -216,7 +226,7 @@ func (r *run) step(ctx context.Context) error {
 		if cerr := r.maybeCondense(ctx, true); cerr != nil {
 			return cerr
 		}
-		req.Messages = r.st.conversation(nil)
+		req.Messages = r.withImages(r.st.conversation(nil))
 		start = time.Now()
 		resp, err = r.prov.Complete(ctx, req, nil)
 	}
@@ -319,6 +329,14 @@ func (r *run) runCall(ctx context.Context, key string, c llm.Part) error {
 		}
 		return fmt.Errorf("builtin: %s: %w", c.Tool, err)
 	}
+	if len(res.Images) > 0 {
+		r.images[c.CallID] = res.Images
+		r.imageCalls = append(r.imageCalls, c.CallID)
+		if len(r.imageCalls) > keptImages {
+			delete(r.images, r.imageCalls[0])
+			r.imageCalls = r.imageCalls[1:]
+		}
+	}
 	out, cut := tools.Truncate(res.Output, tools.MaxOutput)
 	evs := []agent.Event{{Type: cpapi.EventToolResult, Data: cpapi.ToolResultData{
 		CallID: c.CallID, Tool: c.Tool, Output: out, ExitCode: res.ExitCode, IsError: res.IsError,
@@ -327,6 +345,29 @@ func (r *run) runCall(ctx context.Context, key string, c llm.Part) error {
 		evs = append(evs, agent.Event{Type: cpapi.EventMessage, Data: cpapi.MessageData{Role: "agent", Text: *res.Finish}})
 	}
 	return r.record(ctx, evs...)
+}
+
+// withImages attaches the kept screenshots to their tool results (on
+// copies: the state's messages stay as the log rebuilds them).
+func (r *run) withImages(msgs []llm.Message) []llm.Message {
+	if len(r.images) == 0 {
+		return msgs
+	}
+	for i, m := range msgs {
+		var parts []llm.Part
+		for j, p := range m.Content {
+			if imgs, ok := r.images[p.CallID]; ok && p.Type == llm.PartToolResult {
+				if parts == nil {
+					parts = append([]llm.Part{}, m.Content...)
+				}
+				parts[j].Images = imgs
+			}
+		}
+		if parts != nil {
+			msgs[i].Content = parts
+		}
+	}
+	return msgs
 }
 
 // runBash validates a bash call's input and runs it under key.

@@ -194,3 +194,22 @@ func Standard(env *Env) (*Set, *Bash, error) {
 	}
 	return s, b, nil
 }
+
+// ForSandbox is Standard plus the tools env's sandbox supports: computer
+// where it has a desktop, browser where it has a browser, lsp always
+// (a missing language server is an observation).
+func ForSandbox(ctx context.Context, env *Env) (*Set, *Bash, error) {
+	b := NewBash(env)
+	ts := []Tool{b, NewEditor(env), NewSearch(env), Finish{}, NewRecall(env), NewLSP(env)}
+	if c := NewComputer(env); c.Available(ctx) {
+		ts = append(ts, c)
+	}
+	if br := NewBrowser(env); br.Available(ctx) {
+		ts = append(ts, br)
+	}
+	s, err := NewSet(ts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, b, nil
+}
