@@ -11,6 +11,9 @@ import (
 
 // Run executes the command line args.
 func Run(ctx context.Context, args []string) error {
+	if handled, err := askpass(args); handled {
+		return err
+	}
 	root := &cobra.Command{
 		Use:           "corral",
 		Short:         "Run AI coding agents in isolated sandboxes",
