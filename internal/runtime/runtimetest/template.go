@@ -17,11 +17,19 @@ import (
 // here (no mmdebstrap, no Debian mirror), saying why.
 func Template(t testing.TB, imp template.Importer) string {
 	t.Helper()
-	def, err := template.Lookup("minimal")
+	return NamedTemplate(t, imp, "minimal")
+}
+
+// NamedTemplate is Template for any template ("desktop", say). A large
+// one takes minutes to build the first time (the desktop template about
+// 8); the tarball is cached like the minimal one's.
+func NamedTemplate(t testing.TB, imp template.Importer, name string) string {
+	t.Helper()
+	def, err := template.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	if err := template.Ensure(ctx, imp, def.Name, template.Options{}); err != nil {
 		testenv.Unavailable(t, "cannot provide template %s: %v", def.Ref(), err)
