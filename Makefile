@@ -9,13 +9,14 @@ LDFLAGS    := -s -w -X github.com/corral-sh/corral/internal/version.Version=$(VE
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 UP_LISTEN  ?= 127.0.0.1:7070
 
-.PHONY: all build up test deps lint bench fuzz clean
+.PHONY: all build up test deps lint bench fuzz clean web web-test e2e
 
 all: build
 
-## build: the static corral binary (CGO_ENABLED=0), and its slim build
-## corral-sandboxd (only the in-sandbox commands) that sandboxes run
-build:
+## build: the static corral binary (CGO_ENABLED=0) with the web UI embedded,
+## and its slim build corral-sandboxd (only the in-sandbox commands) that
+## sandboxes run
+build: web
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/corral
 	go build -trimpath -tags slim -ldflags '$(LDFLAGS)' -o $(BIN)-sandboxd ./cmd/corral
 
@@ -28,12 +29,39 @@ up: deps build
 	$(BIN) up --listen $(UP_LISTEN)
 
 ## test: install what the suite needs, start the engines and PostgreSQL, lint,
-## run every test. The static bin/corral is what sandboxes mount.
-test: deps lint build
+## run every test (the web UI's component tests first; its end-to-end tests
+## are internal/webui's TestE2E). The static bin/corral is what sandboxes mount.
+test: deps lint build web-test
 	scripts/engines.sh
 	CORRAL_TEST_POSTGRES=$$(scripts/postgres.sh) CORRAL_TEST_BINARY=$(CURDIR)/$(BIN) \
 	  CORRAL_TEST_SANDBOXD_BINARY=$(CURDIR)/$(BIN)-sandboxd \
 	  CGO_ENABLED=1 go test -race -count=1 -timeout 25m ./...
+
+## web: the web UI — npm ci, then the type check and vite build into
+## internal/webui/static/dist, which go build embeds. Does nothing when
+## nothing under web/ changed.
+WEB_DIST := internal/webui/static/dist/index.html
+WEB_DEPS := web/node_modules/.package-lock.json
+WEB_SRC  := $(shell find web/src web/public -type f 2>/dev/null) web/index.html \
+            web/package.json web/tsconfig.json web/vite.config.ts
+web: $(WEB_DIST)
+
+$(WEB_DEPS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+
+$(WEB_DIST): $(WEB_DEPS) $(WEB_SRC)
+	cd web && npm run build
+
+## web-test: the web UI's component tests (Vitest, jsdom)
+web-test: $(WEB_DEPS)
+	cd web && npm test
+
+## e2e: the web UI's end-to-end tests alone: a real `corral up` (bwrap, the
+## minimal template) driven through Debian's Chromium by playwright-core;
+## screenshots land in artifacts/screenshots/
+e2e: deps build
+	CORRAL_TEST_BINARY=$(CURDIR)/$(BIN) CORRAL_TEST_SANDBOXD_BINARY=$(CURDIR)/$(BIN)-sandboxd \
+	  go test -count=1 -timeout 15m -run TestE2E -v ./internal/webui/
 
 ## deps: system packages the tests and `up` use (Debian; needs root)
 deps:
@@ -61,4 +89,4 @@ fuzz:
 	go test -run '^$$' -fuzz FuzzParseClientFrame -fuzztime $(FUZZTIME) ./api/sandboxapi/
 
 clean:
-	rm -rf bin
+	rm -rf bin internal/webui/static/dist

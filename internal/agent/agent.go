@@ -36,7 +36,11 @@ type Injected struct {
 // Session is one run of an agent for one job.
 type Session struct {
 	JobID string
-	Task  string
+	// Tenant and SandboxID name the job's owner and its sandbox (the
+	// control plane finds the sandbox's host directory by them).
+	Tenant    string
+	SandboxID string
+	Task      string
 	// Model is Corral's "provider/name" ("anthropic/claude-sonnet-4-5"),
 	// or "" for the agent's default.
 	Model string

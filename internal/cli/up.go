@@ -10,8 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corral-sh/corral/internal/controlplane"
+	"github.com/corral-sh/corral/internal/forge"
 	"github.com/corral-sh/corral/internal/llm/registry"
 	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/secrets"
 	"github.com/corral-sh/corral/internal/userconfig"
 )
 
@@ -38,7 +40,14 @@ The built-in agent's model providers come from OPENAI_BASE_URL, OPENAI_API_KEY,
 ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (a base URL alone is a local server
 such as vLLM, Ollama or llama.cpp); a job's model is openai/<name> or
 anthropic/<name>, --model (or CORRAL_MODEL) when it names none. Keys are never
-logged, never written to events and never given to sandboxes.`,
+logged, never written to events and never given to sandboxes.
+
+Tenant secrets (corral secret) are encrypted with the key in
+CORRAL_SECRETS_KEY (base64 of 32 bytes: openssl rand -base64 32) or, when it
+is unset, in secrets.key in --data-dir, made on first start. Without that
+key the secrets cannot be decrypted: back it up, and give every replica
+sharing a database the same CORRAL_SECRETS_KEY. Pull requests go to
+api.github.com, or to the GitHub Enterprise API in CORRAL_GITHUB_API_URL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)
@@ -49,11 +58,14 @@ logged, never written to events and never given to sandboxes.`,
 				return err
 			}
 			cfg.AdminToken = os.Getenv("CORRAL_ADMIN_TOKEN")
+			cfg.SecretsKey = os.Getenv(secrets.KeyEnv)
+			os.Unsetenv(secrets.KeyEnv) // no child process needs the key
 			llmCfg := registry.FromEnv()
 			if model != "" {
 				llmCfg.DefaultModel = model
 			}
 			cfg.LLM = llmCfg
+			cfg.Forge = forge.ConfigFromEnv()
 			cfg.ConfigPath = userconfig.Path()
 			cfg.Log = log
 			cfg.Out = cmd.ErrOrStderr()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,6 +99,9 @@ func buildOpenAPI(s *Server) (*openapi3.T, error) {
 			openapi3.WithStatus(rt.status, &openapi3.ResponseRef{Value: ok}),
 			openapi3.WithName("default", errResp),
 		)
+		if rt.also != 0 {
+			op.Responses.Set(strconv.Itoa(rt.also), &openapi3.ResponseRef{Value: ok})
+		}
 		methods := []string{rt.method}
 		if rt.method == "ANY" {
 			methods = []string{"GET", "POST", "PUT", "DELETE"}

@@ -6,6 +6,7 @@ import (
 	"github.com/corral-sh/corral/api/cpapi"
 	"github.com/corral-sh/corral/internal/httpmw"
 	"github.com/corral-sh/corral/internal/problem"
+	"github.com/corral-sh/corral/internal/webui"
 )
 
 // route is one entry of the API: it drives both the ServeMux and the
@@ -17,6 +18,7 @@ type route struct {
 	in           any    // JSON request body type, nil for none
 	out          any    // JSON body of the success response, nil for none
 	status       int    // success status
+	also         int    // a second success status with the same body (201 created / 200 replaced), 0 for none
 	media        string // success media type when not JSON: event-stream, zip, ...
 	pattern      string // ServeMux pattern when it differs from "METHOD path"
 	h            problem.HandlerFunc
@@ -63,6 +65,10 @@ func (s *Server) table() []route {
 		{method: "POST", path: "/v1/tokens", summary: "Create a token (its secret is shown once)", in: cpapi.TokenRequest{}, out: cpapi.Token{}, status: 201, h: s.createToken},
 		{method: "GET", path: "/v1/tokens", summary: "List the tenant's tokens", out: cpapi.TokenList{}, status: 200, h: s.listTokens},
 		{method: "DELETE", path: "/v1/tokens/{id}", summary: "Revoke a token", status: 204, h: s.revokeToken},
+
+		{method: "PUT", path: "/v1/secrets/{name}", summary: "Create (201) or replace (200) a secret; its value is never returned", in: cpapi.SecretRequest{}, out: cpapi.Secret{}, status: 201, also: 200, h: s.putSecret},
+		{method: "GET", path: "/v1/secrets", summary: "List the tenant's secrets: names and times, never values", out: cpapi.SecretList{}, status: 200, h: s.listSecrets},
+		{method: "DELETE", path: "/v1/secrets/{name}", summary: "Delete a secret", status: 204, h: s.deleteSecret},
 	}
 }
 
@@ -98,6 +104,9 @@ func (s *Server) routes() http.Handler {
 		}
 		mux.Handle(rt.muxPattern(), h)
 	}
+	// The web UI (internal/webui) at /: its page, assets and client-side
+	// routes, outside the API table and its token (the page asks for one).
+	webui.New().Register(mux)
 	var h http.Handler = httpmw.ProblemFallback(mux)
 	h = httpmw.Observe(s.log, s.metrics)(h)
 	h = httpmw.Recover(h)

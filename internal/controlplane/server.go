@@ -10,6 +10,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,8 +32,11 @@ import (
 	"github.com/corral-sh/corral/api/cpapi"
 	"github.com/corral-sh/corral/internal/agent"
 	"github.com/corral-sh/corral/internal/agent/builtin"
+	"github.com/corral-sh/corral/internal/agent/cliagent"
+	"github.com/corral-sh/corral/internal/agent/gateway"
 	"github.com/corral-sh/corral/internal/auth"
 	"github.com/corral-sh/corral/internal/eventlog"
+	"github.com/corral-sh/corral/internal/forge"
 	"github.com/corral-sh/corral/internal/httpmw"
 	"github.com/corral-sh/corral/internal/jobs"
 	"github.com/corral-sh/corral/internal/llm/registry"
@@ -40,6 +45,7 @@ import (
 	"github.com/corral-sh/corral/internal/runtime/pool"
 	"github.com/corral-sh/corral/internal/sandboxes"
 	"github.com/corral-sh/corral/internal/sandboxproxy"
+	"github.com/corral-sh/corral/internal/secrets"
 	"github.com/corral-sh/corral/internal/store"
 )
 
@@ -61,6 +67,10 @@ type Config struct {
 	Binary string
 	// AdminToken (CORRAL_ADMIN_TOKEN) becomes the admin token on first start.
 	AdminToken string
+	// SecretsKey (CORRAL_SECRETS_KEY) is the base64 key tenant secrets are
+	// encrypted with; DataDir/secrets.key (made on first start) when "".
+	// Replicas sharing a database need the same key.
+	SecretsKey string
 	// ConfigPath is where the CLI's credentials are written on first start.
 	ConfigPath string
 	// Workers is how many jobs this process runs at once.
@@ -83,6 +93,9 @@ type Config struct {
 	// (registry.FromEnv() in corral up). With no provider configured the
 	// builtin agent is unavailable and its jobs are refused (422).
 	LLM registry.Config
+	// Forge opens repository jobs' pull requests (forge.ConfigFromEnv()
+	// in corral up: GitHub, or GitHub Enterprise at CORRAL_GITHUB_API_URL).
+	Forge forge.Config
 	// AgentBudget limits every agent job (model calls, tokens).
 	AgentBudget agent.Budget
 	// Out receives the one-time admin token line; os.Stderr when nil.
@@ -99,6 +112,7 @@ type Server struct {
 	auth     *auth.Authenticator
 	runtimes map[string]runtime.Runtime
 	sbx      *sandboxes.Service
+	secrets  *secrets.Service
 	pool     *pool.Pool // nil without Config.PoolSize
 	jobs     *jobs.Manager
 	proxy    http.Handler
@@ -154,6 +168,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if rate == 0 {
 		rate = 100
 	}
+	if err := s.openSecrets(); err != nil {
+		return nil, err
+	}
 	s.auth = auth.New(s.store, auth.Options{RatePerSecond: rate, Burst: int(2 * max(rate, 1)), TenantLimits: cfg.TenantLimits, Log: cfg.Log})
 	if _, err := auth.Bootstrap(ctx, s.store, auth.BootstrapOptions{
 		EnvToken: cfg.AdminToken, ServerURL: "http://" + cfg.Listen, ConfigPath: cfg.ConfigPath, Out: cfg.Out,
@@ -170,9 +187,18 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		pools[s.cfg.Runtime] = s.pool
 	}
 	s.sbx = sandboxes.New(sandboxes.Options{Store: s.store, Runtimes: s.runtimes, Default: s.cfg.Runtime, Pools: pools, Log: cfg.Log})
+	fg, err := forge.New(cfg.Forge)
+	if err != nil {
+		return nil, fmt.Errorf("forge: %w", err)
+	}
+	agents, err := s.agents()
+	if err != nil {
+		return nil, err
+	}
 	if s.jobs, err = jobs.New(jobs.Options{
 		Store: s.store, Broker: s.broker, Sandboxes: jobSandboxes{s.sbx},
-		WorkerID: cfg.WorkerID, Workers: cfg.Workers, Agents: s.agents(), AgentBudget: cfg.AgentBudget,
+		WorkerID: cfg.WorkerID, Workers: cfg.Workers, Agents: agents, AgentBudget: cfg.AgentBudget,
+		Secrets: s.secrets, Forge: fg,
 		ArtifactsDir: filepath.Join(cfg.DataDir, "artifacts"), Log: cfg.Log,
 	}); err != nil {
 		return nil, err
@@ -182,15 +208,74 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	return s, nil
 }
 
-// agents are the LLM agents this control plane can run.
-func (s *Server) agents() map[string]agent.Agent {
+// agents are the LLM agents this control plane can run: the built-in one
+// when a provider is configured, and each CLI agent whose provider the
+// model gateway can reach (the CLIs in sandboxes reach it through their
+// sandbox's socket directory; the keys stay here).
+func (s *Server) agents() (map[string]agent.Agent, error) {
 	out := map[string]agent.Agent{}
 	models := registry.New(s.cfg.LLM)
 	if len(models.Available()) > 0 {
 		out[cpapi.AgentBuiltin] = builtin.New(builtin.Config{Models: models, ContextWindow: models.ContextWindow})
 	}
-	s.log.Info("agents", "builtin", out[cpapi.AgentBuiltin] != nil, "models", models.String())
+	gw, err := gateway.New(gateway.Config{Upstreams: upstreams(s.cfg.LLM), Logger: s.log})
+	if err != nil {
+		return nil, fmt.Errorf("model gateway: %w", err)
+	}
+	need := map[string][]string{cpapi.AgentClaudeCode: {gateway.Anthropic}, cpapi.AgentCodex: {gateway.OpenAI},
+		cpapi.AgentGemini: {gateway.Google}, cpapi.AgentOpenCode: {gateway.Anthropic, gateway.OpenAI}}
+	hostDir := func(ctx context.Context, ss *agent.Session) (string, error) {
+		return s.sbx.HostDir(ctx, ss.Tenant, ss.SandboxID)
+	}
+	for _, name := range cliagent.Names() {
+		if !slices.ContainsFunc(need[name], gw.Has) {
+			continue
+		}
+		ag, err := cliagent.New(name, cliagent.Config{Gateway: gw, HostDir: hostDir, Logger: s.log})
+		if err != nil {
+			return nil, err
+		}
+		out[name] = ag
+	}
+	names := make([]string, 0, len(out))
+	for name := range out {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	s.log.Info("agents", "available", names, "models", models.String())
+	return out, nil
+}
+
+// upstreams are the model APIs the gateway serves CLI agents, from the
+// same configuration as the built-in agent's providers.
+func upstreams(c registry.Config) map[string]gateway.Upstream {
+	out := map[string]gateway.Upstream{}
+	if c.AnthropicKey != "" || c.AnthropicBaseURL != "" {
+		out[gateway.Anthropic] = gateway.Upstream{BaseURL: cmp.Or(c.AnthropicBaseURL, "https://api.anthropic.com"), Key: c.AnthropicKey}
+	}
+	if c.OpenAIKey != "" || c.OpenAIBaseURL != "" {
+		out[gateway.OpenAI] = gateway.Upstream{BaseURL: cmp.Or(c.OpenAIBaseURL, "https://api.openai.com/v1"), Key: c.OpenAIKey}
+	}
+	if c.GeminiKey != "" || c.GeminiBaseURL != "" {
+		out[gateway.Google] = gateway.Upstream{BaseURL: cmp.Or(c.GeminiBaseURL, "https://generativelanguage.googleapis.com"), Key: c.GeminiKey}
+	}
 	return out
+}
+
+// openSecrets loads the secrets key and builds the secrets service.
+func (s *Server) openSecrets() error {
+	key, err := secrets.LoadKey(s.cfg.SecretsKey, s.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("secrets key: %w", err)
+	}
+	if s.secrets, err = secrets.New(s.store, key); err != nil {
+		return err
+	}
+	s.log.Info("secrets key loaded", "source", key.Source, "key_id", key.ID(), "created", key.Created)
+	if key.Source != secrets.KeyEnv && s.store.Backend() != "sqlite" {
+		s.log.Warn("the secrets key is a file in this data directory: control planes sharing the database must use the same key (set " + secrets.KeyEnv + " on each)")
+	}
+	return nil
 }
 
 // openRuntimes opens every available backend; the default is the one

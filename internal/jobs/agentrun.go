@@ -89,7 +89,7 @@ func (r *runner) agentRun(ctx context.Context, req *cpapi.JobRequest, ag agent.A
 		return nil, err
 	}
 	s := &agent.Session{
-		JobID: r.id, Task: req.Task, Model: req.Model, Env: env, Sandbox: cl, Workdir: runtime.WorkspaceDir,
+		JobID: r.id, Tenant: r.tenant, SandboxID: r.sandbox(), Task: req.Task, Model: req.Model, Env: env, Sandbox: cl, Workdir: runtime.WorkspaceDir,
 		History: history, Inbox: inbox, Emit: r.emitAgent, Budget: r.m.opts.AgentBudget,
 	}
 	out, err := ag.Run(ctx, s)

@@ -159,14 +159,18 @@ func checkSecretNames(names []string, env map[string]string) error {
 	return nil
 }
 
-// checkModel accepts "" or "openai/<name>" or "anthropic/<name>".
+// checkModel accepts "" or "<provider>/<name>" with a provider Corral
+// knows: openai, anthropic, and google (or gemini) for the Gemini CLI.
 func checkModel(model string) error {
 	if model == "" {
 		return nil
 	}
 	provider, name, ok := strings.Cut(model, "/")
-	if !ok || (provider != "openai" && provider != "anthropic") || name == "" || len(model) > maxName {
-		return errdefs.Invalidf("model %q must be openai/<name> or anthropic/<name>", model)
+	switch {
+	case !ok || name == "" || len(model) > maxName || !nameChars.MatchString(name):
+		return errdefs.Invalidf("model %q must be provider/name: openai/<name>, anthropic/<name> or google/<name>", model)
+	case provider != "openai" && provider != "anthropic" && provider != "google" && provider != "gemini":
+		return errdefs.Invalidf("model %q: unknown provider %q (openai, anthropic or google)", model, provider)
 	}
 	return nil
 }

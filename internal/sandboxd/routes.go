@@ -18,6 +18,7 @@ type route struct {
 // table is the whole sandboxd API (DESIGN.md §2), in one place.
 func (s *Server) table() []route {
 	p, f, sys := s, s.files, s.system
+	g := newGitAPI(s)
 	return []route{
 		// Processes.
 		{"POST /v1/processes", p.spawnProcess},
@@ -47,11 +48,67 @@ func (s *Server) table() []route {
 		{"POST /v1/fs/search", f.search},
 		{"POST /v1/fs/edit", f.edit},
 
+		// Git.
+		{"POST /v1/git/clone", g.clone},
+		{"GET /v1/git/status", g.status},
+		{"GET /v1/git/diff", g.diff},
+		{"GET /v1/git/branches", g.branches},
+		{"POST /v1/git/branches", g.createBranch},
+		{"POST /v1/git/checkout", g.checkout},
+		{"POST /v1/git/add", g.add},
+		{"POST /v1/git/commit", g.commit},
+		{"POST /v1/git/push", g.push},
+		{"GET /v1/git/log", g.log},
+
 		// System.
 		{"GET /v1/health", sys.health},
 		{"GET /v1/info", sys.info},
 		{"GET /v1/ports", sys.ports},
 		{"/v1/ports/{port}/proxy/{path...}", sys.proxy},
+
+		// Desktop.
+		{"POST /v1/desktop/start", s.desktop.start},
+		{"POST /v1/desktop/stop", s.desktop.stop},
+		{"GET /v1/desktop/status", s.desktop.status},
+		{"GET /v1/desktop/screenshot", s.desktop.screenshot},
+		{"POST /v1/desktop/action", s.desktop.action},
+		{"GET /v1/desktop/windows", s.desktop.windows},
+		{"GET /v1/desktop/vnc", s.desktop.vnc},
+		{"GET /v1/desktop/novnc", s.desktop.novncIndex},
+		{"GET /v1/desktop/novnc/{path...}", s.desktop.novnc},
+
+		// Browser.
+		{"GET /v1/browser", s.browser.status},
+		{"POST /v1/browser/start", s.browser.start},
+		{"POST /v1/browser/stop", s.browser.stop},
+		{"GET /v1/browser/tabs", s.browser.listTabs},
+		{"POST /v1/browser/tabs", s.browser.openTab},
+		{"GET /v1/browser/tabs/{id}", s.browser.getTab},
+		{"DELETE /v1/browser/tabs/{id}", s.browser.closeTab},
+		{"POST /v1/browser/tabs/{id}/navigate", s.browser.navigate},
+		{"POST /v1/browser/tabs/{id}/click", s.browser.click},
+		{"POST /v1/browser/tabs/{id}/type", s.browser.typeText},
+		{"POST /v1/browser/tabs/{id}/wait", s.browser.wait},
+		{"GET /v1/browser/tabs/{id}/text", s.browser.text},
+		{"GET /v1/browser/tabs/{id}/ax", s.browser.ax},
+		{"POST /v1/browser/tabs/{id}/eval", s.browser.eval},
+		{"GET /v1/browser/tabs/{id}/screenshot", s.browser.screenshot},
+
+		// LSP.
+		{"POST /v1/lsp/servers", s.lsp.startServer},
+		{"GET /v1/lsp/servers", s.lsp.listServers},
+		{"GET /v1/lsp/servers/{id}", s.lsp.getServer},
+		{"DELETE /v1/lsp/servers/{id}", s.lsp.stopServer},
+		{"POST /v1/lsp/servers/{id}/diagnostics", s.lsp.diagnostics},
+		{"POST /v1/lsp/servers/{id}/definition", s.lsp.definition()},
+		{"POST /v1/lsp/servers/{id}/references", s.lsp.references()},
+		{"POST /v1/lsp/servers/{id}/hover", s.lsp.hover()},
+		{"POST /v1/lsp/servers/{id}/symbols", s.lsp.symbols()},
+
+		// Forwards: 127.0.0.1 TCP ports to unix sockets in /run/corral.
+		{"POST /v1/forwards", p.createForward},
+		{"GET /v1/forwards", p.listForwards},
+		{"DELETE /v1/forwards/{id}", p.deleteForward},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corral-sh/corral/internal/sandboxd/forward"
 	"github.com/corral-sh/corral/internal/sandboxd/procs"
 )
 
@@ -31,6 +32,10 @@ type Config struct {
 	KillGrace time.Duration
 	// MaxProcesses caps live managed processes; 0 means 4096.
 	MaxProcesses int
+	// ForwardDir holds the unix sockets /v1/forwards may forward to;
+	// forward.DefaultDir (/run/corral) when empty. Run makes it the
+	// directory of the daemon's own unix socket.
+	ForwardDir string
 	// Logger receives request and error logs; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -46,9 +51,14 @@ type Server struct {
 	procs   *procs.Manager
 	files   *filesAPI
 	system  *systemAPI
+	desktop *desktopAPI // its processes stop on Close
+	browser *browserAPI // the browser stops on Close
+	lsp     *lspAPI     // language servers stop on Close
 	metrics *metrics
 	reg     *prometheus.Registry
 	handler http.Handler
+	// forwards serves /v1/forwards; Close shuts it down.
+	forwards *forward.Manager
 	// stopping is closed when shutdown begins, so long-lived streams
 	// (SSE, WebSocket, long polls) end and let http.Server.Shutdown finish.
 	stopping chan struct{}
@@ -72,6 +82,7 @@ func New(cfg Config) (*Server, error) {
 	s.reg = prometheus.NewRegistry()
 	s.metrics = newMetrics(s.reg)
 	s.procs = procs.NewManager(procs.Options{KillGrace: cfg.KillGrace, MaxProcesses: cfg.MaxProcesses, Logger: cfg.Logger})
+	s.forwards = forward.New(forward.Options{Dir: cfg.ForwardDir, Logger: cfg.Logger})
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "corral_sandboxd_processes_running",
 		Help: "Running child processes, exec included.",
@@ -81,6 +92,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("sandboxd: files root %q: %w", cfg.Root, err)
 	}
 	s.system = newSystemAPI(s)
+	s.desktop = newDesktopAPI(s)
+	s.browser = newBrowserAPI(s)
+	s.lsp = newLSPAPI(s)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -133,6 +147,10 @@ func (s *Server) beginStop() {
 func (s *Server) Close() {
 	s.beginStop()
 	s.files.close()
+	s.browser.close() // before the desktop: it may show on its display
+	s.lsp.close()
+	s.desktop.close()
+	s.forwards.Shutdown()
 	s.procs.Close()
 }
 

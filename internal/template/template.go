@@ -55,16 +55,19 @@ var (
 		"build-essential", "curl", "git", "iproute2", "jq", "less", "nodejs", "npm",
 		"openssh-client", "python3", "python3-venv", "ripgrep", "unzip", "vim-tiny")
 	desktopPackages = concat(defaultPackages,
-		"chromium", "fluxbox", "fonts-dejavu", "novnc", "websockify", "x11vnc", "xdotool", "xvfb")
+		"chromium", "fluxbox", "fonts-dejavu", "novnc", "websockify", "x11-utils", "x11vnc", "xdotool", "xterm", "xvfb",
+		// Language servers for /v1/lsp (Go and Python, with pyflakes
+		// for Python's diagnostics).
+		"golang-go", "gopls", "python3-pyflakes", "python3-pylsp")
 )
 
 // definitions is the table of templates. Order: smallest first.
 var definitions = []Definition{
 	{Name: "minimal", Summary: "Debian minbase with procps and CA certificates (fast to build; for tests)",
 		Suite: "bookworm", Variant: "minbase", Packages: minimalPackages, Hooks: agentHooks},
-	{Name: "default", Summary: "development tools: git, curl, python3, nodejs, npm, build-essential, ripgrep, jq",
-		Suite: "bookworm", Variant: "minbase", Packages: defaultPackages, Hooks: agentHooks},
-	{Name: "desktop", Summary: "default plus an X desktop: Xvfb, fluxbox, xdotool, x11vnc, noVNC, chromium",
+	{Name: "default", Summary: "development tools: git, curl, python3, nodejs, npm, build-essential, ripgrep, jq; the agent CLIs claude, codex, opencode, gemini",
+		Suite: "bookworm", Variant: "minbase", Packages: defaultPackages, Hooks: defaultHooks}, // + agent CLIs: agentclis.go
+	{Name: "desktop", Summary: "default plus an X desktop (Xvfb, fluxbox, xdotool, x11vnc, noVNC, xterm, chromium) and language servers",
 		Suite: "bookworm", Variant: "minbase", Packages: desktopPackages, Hooks: agentHooks},
 }
 

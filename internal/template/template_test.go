@@ -55,7 +55,8 @@ func TestDefinitions(t *testing.T) {
 		}
 	}
 	desk, _ := Lookup("desktop")
-	for _, p := range []string{"xvfb", "xdotool", "x11vnc", "novnc", "websockify", "chromium", "fonts-dejavu"} {
+	for _, p := range []string{"xvfb", "xdotool", "x11vnc", "novnc", "websockify", "chromium", "fonts-dejavu", "fluxbox", "xterm", "x11-utils",
+		"golang-go", "gopls", "python3-pylsp", "python3-pyflakes"} {
 		if !slices.Contains(desk.Packages, p) {
 			t.Errorf("desktop lacks %s", p)
 		}

@@ -215,10 +215,6 @@ func (r *run) step(ctx context.Context) error {
 	step := r.st.step + 1
 	req := llm.Request{Model: r.model, System: systemPrompt(r.s.Workdir), Messages: msgs, Tools: r.tools.Specs(),
 		MaxTokens: r.a.cfg.MaxOutputTokens}
-	if err := r.record(ctx, agent.Event{Type: cpapi.EventLLMRequest, Data: cpapi.LLMRequestData{
-		Step: step, Model: r.full, Messages: len(msgs), EstTokens: llm.EstimateTokens(msgs), Injected: injected}}); err != nil {
-		return err
-	}
 	start := time.Now()
 	resp, err := r.prov.Complete(ctx, req, nil)
 	if errors.Is(err, llm.ErrContextWindow) {
@@ -226,24 +222,29 @@ func (r *run) step(ctx context.Context) error {
 		if cerr := r.maybeCondense(ctx, true); cerr != nil {
 			return cerr
 		}
-		req.Messages = r.withImages(r.st.conversation(nil))
+		msgs = r.withImages(r.st.conversation(injected))
+		req.Messages = msgs
 		start = time.Now()
 		resp, err = r.prov.Complete(ctx, req, nil)
 	}
 	if err != nil {
 		return r.llmErr(ctx, err)
 	}
-	return r.recordAnswer(ctx, step, resp, time.Since(start))
+	// The request goes into the log with its answer, in one write: a
+	// call cut short by a crash left nothing, and is simply made again.
+	reqEv := agent.Event{Type: cpapi.EventLLMRequest, Data: cpapi.LLMRequestData{
+		Step: step, Model: r.full, Messages: len(msgs), EstTokens: llm.EstimateTokens(msgs), Injected: injected}}
+	return r.recordAnswer(ctx, reqEv, step, resp, time.Since(start))
 }
 
 // recordAnswer writes the model's answer: the response itself (what a
 // replay rebuilds from) and its text for people.
-func (r *run) recordAnswer(ctx context.Context, step int, resp *llm.Response, took time.Duration) error {
+func (r *run) recordAnswer(ctx context.Context, reqEv agent.Event, step int, resp *llm.Response, took time.Duration) error {
 	content, err := json.Marshal(resp.Message.Content)
 	if err != nil {
 		return fmt.Errorf("builtin: encoding an answer: %w", err)
 	}
-	evs := []agent.Event{{Type: cpapi.EventLLMResponse, Data: cpapi.LLMResponseData{
+	evs := []agent.Event{reqEv, {Type: cpapi.EventLLMResponse, Data: cpapi.LLMResponseData{
 		Step: step, Model: r.full, Content: content, StopReason: resp.StopReason,
 		Usage: toAPIUsage(resp.Usage), DurationMS: took.Milliseconds()}}}
 	if text := resp.Message.TextOf(); text != "" {

@@ -26,15 +26,20 @@ import (
 // the benchmark can take model latency out of a step's time.
 type timed struct {
 	llm.Provider
-	mu    sync.Mutex
-	spent time.Duration
+	mu     sync.Mutex
+	starts []time.Time     // when each call began
+	spent  []time.Duration // model time before each call began
+	total  time.Duration
 }
 
 func (p *timed) Complete(ctx context.Context, req llm.Request, on func(llm.Delta)) (*llm.Response, error) {
 	start := time.Now()
+	p.mu.Lock()
+	p.starts, p.spent = append(p.starts, start), append(p.spent, p.total)
+	p.mu.Unlock()
 	resp, err := p.Provider.Complete(ctx, req, on)
 	p.mu.Lock()
-	p.spent += time.Since(start)
+	p.total += time.Since(start)
 	p.mu.Unlock()
 	return resp, err
 }
@@ -99,23 +104,29 @@ func BenchmarkAgentStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	var (
-		stepStarts []time.Time
-		spentAt    []time.Duration
 		events     int
+		appendTime time.Duration
+		appends    int
+		toolTime   time.Duration
+		callAt     time.Time
 	)
 	emit := func(ctx context.Context, evs ...agent.Event) error {
 		in := make([]store.EventInput, 0, len(evs))
 		for _, ev := range evs {
 			data, _ := json.Marshal(ev.Data)
 			in = append(in, store.EventInput{Type: ev.Type, Data: data})
-			if ev.Type == cpapi.EventLLMRequest {
-				prov.mu.Lock()
-				stepStarts, spentAt = append(stepStarts, time.Now()), append(spentAt, prov.spent)
-				prov.mu.Unlock()
+			if ev.Type == cpapi.EventToolResult {
+				toolTime += time.Since(callAt)
 			}
 		}
 		events += len(evs)
+		t0 := time.Now()
 		_, err := br.Append(ctx, j.ID, tn.ID, in)
+		appendTime += time.Since(t0)
+		appends++
+		if evs[len(evs)-1].Type == cpapi.EventToolCall {
+			callAt = time.Now() // the tool runs from here to its result
+		}
 		return err
 	}
 	sess := &agent.Session{JobID: j.ID, Task: "bench", Model: "anthropic/claude-sonnet-4-5", Sandbox: cl, Workdir: b.TempDir(),
@@ -125,18 +136,23 @@ func BenchmarkAgentStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
+	// A step runs from one model call's start to the next's; its
+	// overhead is that minus the model's time.
 	var over []float64
-	for i := 1; i < len(stepStarts); i++ {
-		wall := stepStarts[i].Sub(stepStarts[i-1])
-		model := spentAt[i] - spentAt[i-1]
+	for i := 1; i < len(prov.starts); i++ {
+		wall := prov.starts[i].Sub(prov.starts[i-1])
+		model := prov.spent[i] - prov.spent[i-1]
 		over = append(over, float64(wall-model)/float64(time.Millisecond))
 	}
+	calls := float64(len(prov.starts))
 	if len(over) > 0 {
 		slices.Sort(over)
 		b.ReportMetric(over[len(over)/2], "overhead-ms/step-p50")
 		b.ReportMetric(over[len(over)*95/100], "overhead-ms/step-p95")
 	}
-	b.ReportMetric(float64(events)/float64(len(stepStarts)), "events/step")
+	b.ReportMetric(float64(events)/calls, "events/step")
+	b.ReportMetric(float64(appendTime)/float64(time.Millisecond)/calls, "append-ms/step")
+	b.ReportMetric(float64(toolTime)/float64(time.Millisecond)/calls, "bash-true-ms/step")
 }
 
 // BenchmarkCondense measures one condensation of a long conversation

@@ -58,10 +58,6 @@ func (r *run) maybeCondense(ctx context.Context, force bool) error {
 	text := renderForSummary(msgs[head:from], int(float64(window)*condenseShare)*4)
 	req := llm.Request{Model: r.model, System: condenseSystem, MaxTokens: r.a.cfg.MaxOutputTokens,
 		Messages: []llm.Message{llm.UserText(fmt.Sprintf("The agent's task:\n%s\n\nThe conversation to summarise:\n%s\n\nWrite the summary now.", r.st.task, text))}}
-	if err := r.record(ctx, agent.Event{Type: cpapi.EventLLMRequest, Data: cpapi.LLMRequestData{
-		Step: r.st.step, Model: r.full, Messages: 1, EstTokens: llm.EstimateTokens(req.Messages), Purpose: "condense"}}); err != nil {
-		return err
-	}
 	start := time.Now()
 	resp, err := r.prov.Complete(ctx, req, nil)
 	if err != nil {
@@ -74,6 +70,8 @@ func (r *run) maybeCondense(ctx context.Context, force bool) error {
 	}
 	after := append([]llm.Message{msgs[0], llm.UserText(summaryText(summary))}, msgs[from:]...)
 	return r.record(ctx,
+		agent.Event{Type: cpapi.EventLLMRequest, Data: cpapi.LLMRequestData{
+			Step: r.st.step, Model: r.full, Messages: 1, EstTokens: llm.EstimateTokens(req.Messages), Purpose: "condense"}},
 		agent.Event{Type: cpapi.EventLLMResponse, Data: cpapi.LLMResponseData{Step: r.st.step, Model: r.full, Content: content,
 			StopReason: resp.StopReason, Usage: toAPIUsage(resp.Usage), DurationMS: time.Since(start).Milliseconds(), Purpose: "condense"}},
 		agent.Event{Type: cpapi.EventCondensed, Data: cpapi.CondensedData{Summary: summary, Head: head, From: from,

@@ -42,8 +42,8 @@ func (codex) command(in runInput) (command, error) {
 	args = append(args, "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
 		"-c", `model_provider="corral"`,
 		"-c", `model_providers.corral.name="Corral gateway"`,
-		"-c", "model_providers.corral.base_url=" + strconv.Quote(in.baseURL),
-		"-c", `model_providers.corral.env_key="` + codexKeyEnv + `"`,
+		"-c", "model_providers.corral.base_url="+strconv.Quote(in.baseURL),
+		"-c", `model_providers.corral.env_key="`+codexKeyEnv+`"`,
 		"-c", `model_providers.corral.wire_api="responses"`,
 		"-c", `model_providers.corral.supports_websockets=false`,
 		"-c", "check_for_update_on_startup=false")

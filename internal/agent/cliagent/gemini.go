@@ -15,10 +15,11 @@ import (
 //
 // GOOGLE_GEMINI_BASE_URL points it at the gateway's forward and
 // GEMINI_API_KEY holds the placeholder. Headless mode needs an auth type
-// in its settings: Corral writes a system settings file (which overrides
-// the user's, without touching them) selecting the API key, and points
-// GEMINI_CLI_SYSTEM_SETTINGS_PATH at it. Gemini CLI refuses settings in a
-// directory others can write, so the file lives under the agent's home.
+// in its settings, so Corral gives it a home of its own (GEMINI_CLI_HOME,
+// under the agent's home) whose .gemini/settings.json selects the API
+// key: the user's ~/.gemini is left alone (a system settings file would
+// have to sit in a root-owned directory, which the sandbox user cannot
+// make). Sessions live there too, which is where --resume finds them.
 // Its headless mode has no streaming input: a message injected while it
 // runs is queued and sent with --resume SESSION when it ends.
 type gemini struct{}
@@ -31,11 +32,11 @@ func (gemini) provider(model string) (string, string, error) {
 
 func (gemini) streaming() bool { return false }
 
-// geminiSettings is the system settings file's content.
+// geminiSettings is the settings file of Corral's Gemini home.
 const geminiSettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}`
 
 func (gemini) command(in runInput) (command, error) {
-	settings := in.home + "/.config/corral/gemini-system-settings.json"
+	home := in.home + "/.corral/gemini"
 	args := []string{"--output-format", "stream-json", "--yolo", "--skip-trust"}
 	if in.model != "" {
 		args = append(args, "-m", in.model)
@@ -47,11 +48,11 @@ func (gemini) command(in runInput) (command, error) {
 	return command{
 		path: "gemini", args: args,
 		env: map[string]string{
-			"GOOGLE_GEMINI_BASE_URL":          in.baseURL,
-			"GEMINI_API_KEY":                  gateway.Placeholder,
-			"GEMINI_CLI_SYSTEM_SETTINGS_PATH": settings,
+			"GOOGLE_GEMINI_BASE_URL": in.baseURL,
+			"GEMINI_API_KEY":         gateway.Placeholder,
+			"GEMINI_CLI_HOME":        home,
 		},
-		files: map[string]string{settings: geminiSettings},
+		files: map[string]string{home + "/.gemini/settings.json": geminiSettings},
 	}, nil
 }
 

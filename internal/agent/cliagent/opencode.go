@@ -67,11 +67,11 @@ func (openCode) command(in runInput) (command, error) {
 	}
 	args = append(args, "--", in.prompt)
 	return command{path: "opencode", args: args, env: map[string]string{
-		"OPENCODE_CONFIG_CONTENT":        string(b),
-		"OPENCODE_DISABLE_MODELS_FETCH":  "1",
-		"OPENCODE_DISABLE_AUTOUPDATE":    "1",
-		"OPENCODE_DISABLE_SHARE":         "1",
-		"OPENCODE_DISABLE_LSP_DOWNLOAD":  "1",
+		"OPENCODE_CONFIG_CONTENT":          string(b),
+		"OPENCODE_DISABLE_MODELS_FETCH":    "1",
+		"OPENCODE_DISABLE_AUTOUPDATE":      "1",
+		"OPENCODE_DISABLE_SHARE":           "1",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD":    "1",
 		"OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
 	}}, nil
 }

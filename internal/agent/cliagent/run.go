@@ -44,11 +44,14 @@ func (a *cliAgent) Run(ctx context.Context, s *agent.Session) (*agent.Result, er
 		return nil, agent.Fail(agent.ReasonLLM, fmt.Sprintf("%s needs the %s API, which this control plane has no key for", a.f.name(), prov), nil)
 	}
 	r := &runner{a: a, s: s, st: replay(a.f, s.Task, s.History), prov: prov, model: model, c: s.Sandbox,
-		budgetHit: make(chan struct{}, 1)}
+		inbox: s.Inbox, budgetHit: make(chan struct{}, 1)}
 	r.home = s.Env["HOME"]
 	if r.home == "" {
 		r.home = runtime.AgentHome
 	}
+	// The budget counts the model calls and tokens the gateway sees from
+	// now on, on top of what the CLI reported before a restart (its turns
+	// standing in for calls).
 	r.calls.Store(int64(r.st.prior.steps))
 	r.tokens.Store(r.st.prior.tokens)
 
@@ -102,6 +105,7 @@ type runner struct {
 	model string
 	home  string
 
+	inbox       <-chan agent.Injected // the session's, nil once closed
 	baseURL     string
 	stdinClosed bool
 	stderr      []byte // the tail of the current run's stderr
@@ -120,7 +124,7 @@ func (r *runner) loop(ctx context.Context) (*agent.Result, error) {
 		r.drainInbox()
 		st := r.st
 		if st.run == 0 {
-			if err := r.start(ctx, r.s.Task, nil); err != nil {
+			if err := r.start(ctx, r.s.Task, slices.Clone(st.pending)); err != nil {
 				return nil, err
 			}
 		} else if st.exited != nil {
@@ -130,8 +134,7 @@ func (r *runner) loop(ctx context.Context) (*agent.Result, error) {
 			if len(st.pending) == 0 || st.session() == "" {
 				return r.result(), nil
 			}
-			msgs := slices.Clone(st.pending)
-			if err := r.start(ctx, injectedText(msgs), msgs); err != nil {
+			if err := r.start(ctx, "", slices.Clone(st.pending)); err != nil {
 				return nil, err
 			}
 		}
@@ -141,9 +144,10 @@ func (r *runner) loop(ctx context.Context) (*agent.Result, error) {
 	}
 }
 
-// start records and starts the next run: the task for the first, the
-// queued messages (continuing the CLI's session) for later ones.
-func (r *runner) start(ctx context.Context, prompt string, msgs []agent.Injected) error {
+// start records and starts the next run: the task (and any message
+// injected before it) for the first, the queued messages (continuing the
+// CLI's session) for later ones, whose task is "".
+func (r *runner) start(ctx context.Context, task string, msgs []agent.Injected) error {
 	st, f := r.st, r.a.f
 	n := st.run + 1
 	in := runInput{provider: r.prov, model: r.model, baseURL: r.baseURL, home: r.home}
@@ -151,6 +155,10 @@ func (r *runner) start(ctx context.Context, prompt string, msgs []agent.Injected
 		in.session = st.session()
 	}
 	if !f.streaming() {
+		prompt := task
+		if len(msgs) > 0 {
+			prompt = strings.TrimSpace(prompt + "\n\n" + injectedText(msgs))
+		}
 		if len(prompt) > maxPrompt {
 			return failf(nil, "the prompt is %d bytes; %s takes at most %d on its command line", len(prompt), f.name(), maxPrompt)
 		}
@@ -176,7 +184,12 @@ func (r *runner) start(ctx context.Context, prompt string, msgs []agent.Injected
 	}
 	r.stdinClosed, r.stderr = false, nil
 
+	// PWD too: sandboxd's own would be inherited, and some CLIs (OpenCode)
+	// take their project directory from it rather than from the cwd.
 	env := map[string]string{"PATH": defaultPath, "HOME": r.home, "NO_COLOR": "1", "TERM": "dumb"}
+	if r.s.Workdir != "" {
+		env["PWD"] = r.s.Workdir
+	}
 	for k, v := range r.s.Env {
 		env[k] = v
 	}
@@ -197,8 +210,8 @@ func (r *runner) start(ctx context.Context, prompt string, msgs []agent.Injected
 		return agent.Fail(cpapi.ReasonInfra, "starting "+cmd.path+" in the sandbox failed", err)
 	}
 	if f.streaming() {
-		if n == 1 {
-			if err := r.write(ctx, prompt, nil); err != nil {
+		if task != "" {
+			if err := r.write(ctx, task, nil); err != nil {
 				return err
 			}
 		}
@@ -283,9 +296,9 @@ func (r *runner) follow(ctx context.Context) error {
 			return ctx.Err()
 		case <-r.budgetHit:
 			_ = r.c.Signal(ctx, st.tag, "SIGTERM")
-		case m, ok := <-r.s.Inbox:
+		case m, ok := <-r.inbox:
 			if !ok {
-				r.s.Inbox = nil
+				r.inbox = nil
 				continue
 			}
 			if err := r.injected(ctx, m); err != nil {
@@ -369,9 +382,9 @@ func (r *runner) injected(ctx context.Context, m agent.Injected) error {
 func (r *runner) drainInbox() {
 	for {
 		select {
-		case m, ok := <-r.s.Inbox:
+		case m, ok := <-r.inbox:
 			if !ok {
-				r.s.Inbox = nil
+				r.inbox = nil
 				return
 			}
 			r.st.inject(m)

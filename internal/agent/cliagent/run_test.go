@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/corral-sh/corral/client"
 	"github.com/corral-sh/corral/internal/agent"
 	"github.com/corral-sh/corral/internal/agent/gateway"
+	"github.com/corral-sh/corral/internal/llm/llmtest"
 	"github.com/corral-sh/corral/internal/sandboxd"
 	"github.com/corral-sh/corral/internal/sandboxd/sandboxdtest"
 )
@@ -30,28 +32,20 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type jobLog struct {
 	mu     sync.Mutex
 	events []cpapi.Event
-	// stopAfter, when set, fails Emit (as a cancelled job does) once the
-	// log holds that many raw events, and closes stopped.
-	stopAfter int
-	stopped   chan struct{}
 }
 
 func (l *jobLog) emit(ctx context.Context, evs ...agent.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopAfter > 0 && l.count(cpapi.EventRaw) >= l.stopAfter {
-		return errors.New("test: the control plane crashed")
-	}
 	for _, ev := range evs {
 		b, err := json.Marshal(ev.Data)
 		if err != nil {
 			return fmt.Errorf("test: event %s does not marshal: %w", ev.Type, err)
 		}
 		l.events = append(l.events, cpapi.Event{Seq: int64(len(l.events) + 1), JobID: "job_t", Time: time.Now(), Type: ev.Type, Data: b})
-	}
-	if l.stopAfter > 0 && l.count(cpapi.EventRaw) >= l.stopAfter && l.stopped != nil {
-		close(l.stopped)
-		l.stopped = nil
 	}
 	return nil
 }
@@ -64,16 +58,6 @@ func (l *jobLog) add(typ string, data any) int64 {
 	seq := int64(len(l.events) + 1)
 	l.events = append(l.events, cpapi.Event{Seq: seq, JobID: "job_t", Type: typ, Data: b})
 	return seq
-}
-
-func (l *jobLog) count(typ string) int {
-	n := 0
-	for _, ev := range l.events {
-		if ev.Type == typ {
-			n++
-		}
-	}
-	return n
 }
 
 func (l *jobLog) snapshot() []cpapi.Event {
@@ -143,7 +127,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	d := sandboxdtest.Start(t, sandboxdtest.Options{Config: sandboxd.Config{ForwardDir: dir}})
+	d := sandboxdtest.Start(t, sandboxdtest.Options{Config: sandboxd.Config{ForwardDir: dir, Logger: slog.New(slog.DiscardHandler)}})
 	c, err := client.New(d.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +183,7 @@ func TestRunRecordsRawAndTranslation(t *testing.T) {
 	var end int64
 	for i, d := range raws {
 		end += int64(len(lines[i])) + 1
-		if d.Agent != "codex" || d.Process != "agent-job_t-1" || d.Offset != end || string(d.Event) != lines[i] {
+		if d.Agent != "codex" || d.Process != "agent-job_t-1" || d.Offset != end || !sameJSON(d.Event, lines[i]) {
 			t.Errorf("raw %d = %+v; want line %d ending at %d", i, d, i, end)
 		}
 	}
@@ -209,15 +193,23 @@ func TestRunRecordsRawAndTranslation(t *testing.T) {
 	if got := log.of(cpapi.EventMessage); len(got) != 1 || !strings.Contains(got[0], "All done") {
 		t.Errorf("messages %q", got)
 	}
-	// Each translation follows its raw event.
+	// Each line's translation follows its raw event, before the next one.
+	tr := codex{}.newTranslator(1)
 	evs := log.snapshot()
-	for i, ev := range evs {
-		if ev.Type == cpapi.EventToolCall && evs[i-1].Type != cpapi.EventRaw {
-			t.Errorf("event %d (tool.call) does not follow its raw event", i)
+	for i := 0; i < len(evs); i++ {
+		var d RawData
+		if evs[i].Type != cpapi.EventRaw || json.Unmarshal(evs[i].Data, &d) != nil || d.Stream != streamStdout {
+			continue
+		}
+		want, _ := tr.translate(d.Event)
+		for k, w := range want {
+			if i+1+k >= len(evs) || evs[i+1+k].Type != w.Type {
+				t.Fatalf("line at offset %d: event %d after its raw is not its translation's %s", d.Offset, k, w.Type)
+			}
 		}
 	}
 	start := log.raws(streamStart)
-	if len(start) != 1 || !strings.Contains(string(start[0].Event), `"--json"`) {
+	if len(start) != 1 || !strings.Contains(string(start[0].Event), `"command":"sh"`) {
 		t.Errorf("start records %+v", start)
 	}
 	if exits := log.raws(streamExit); len(exits) != 1 || string(exits[0].Event) != `{"exit_code":0,"signal":null}` {
@@ -257,7 +249,7 @@ func TestRunFailures(t *testing.T) {
 					t.Fatalf("Run: %v", err)
 				}
 				raws := log.raws(streamStdout)
-				if len(raws) != 2 || raws[0].Text != "this is not json" || len(raws[0].Event) != 0 || raws[1].Text != `{"half":` {
+				if len(raws) != 2 || raws[0].Text != "this is not json" || string(raws[0].Event) != "null" || raws[1].Text != `{"half":` {
 					t.Fatalf("raw events of non-JSON lines: %+v", raws)
 				}
 				if res.Summary != "" {
@@ -300,17 +292,23 @@ func TestResumeAfterCrash(t *testing.T) {
 		// Claude Code's stream: read the task, print half, wait, print the rest; then wait for stdin's end.
 		return "read line; " + waitScript("claude-code", 5, gofile) + "; cat >/dev/null"
 	}}
-	log := &jobLog{stopAfter: 4, stopped: make(chan struct{})} // start + stdin + 2 stdout lines
-	_, err := run(t, h.agent(f), h.session(log, nil))
-	if err == nil {
-		t.Fatal("Run survived its crash")
+	log := &jobLog{}
+	ctx, crash := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.agent(f).Run(ctx, h.session(log, nil))
+		done <- err
+	}()
+	waitFor(t, func() bool { return len(log.raws(streamStdout)) >= 3 })
+	crash()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after the crash: %v", err)
 	}
 	before := log.snapshot()
 	// The CLI goes on while no control plane watches.
 	if err := os.WriteFile(gofile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	log.stopAfter = 0
 	res, err := run(t, h.agent(f), h.session(log, nil))
 	if err != nil {
 		t.Fatalf("resumed Run: %v", err)
@@ -325,7 +323,7 @@ func TestResumeAfterCrash(t *testing.T) {
 		t.Fatalf("%d stdout raw events over two runs; want %d, one per line", len(raws), len(lines))
 	}
 	for i, d := range raws {
-		if string(d.Event) != lines[i] {
+		if !sameJSON(d.Event, lines[i]) {
 			t.Errorf("raw %d is %.60s; want line %d", i, d.Event, i)
 		}
 	}
@@ -386,8 +384,13 @@ func TestInjectionQueuedForNextRun(t *testing.T) {
 	if second.session != "01a1fe6d-5ea3-7fa0-9fd8-cb19d50c1076" || second.prompt != "also add a README" {
 		t.Errorf("second run input %+v; want the thread resumed with the message", second)
 	}
-	if !strings.Contains(string(starts[1].Event), `"resume"`) {
-		t.Errorf("second run's command %s does not resume", starts[1].Event)
+	p, err := h.c.GetProcess(context.Background(), "agent-job_t-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Split(p.Env["FAKE_ARGS"], "\x1f"); len(args) < 2 || args[0] != "exec" || args[1] != "resume" ||
+		!slices.Contains(args, second.session) || args[len(args)-1] != "also add a README" {
+		t.Errorf("second run's codex command %q does not resume the thread with the message", args)
 	}
 	if res.Steps != 2 || res.Tokens != 198 {
 		t.Errorf("result %+v; want both runs' steps and tokens", res)
@@ -469,4 +472,123 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a json.RawMessage, b string) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// TestBudgetStopsTheCLI: the gateway counts the model calls the CLI makes
+// through the real forward; past the step budget the CLI is stopped and
+// the run fails with budget_exceeded.
+func TestBudgetStopsTheCLI(t *testing.T) {
+	h := newHarness(t)
+	srv := llmtest.New(t)
+	srv.Handle(func(llmtest.Request) (llmtest.Turn, bool) {
+		return llmtest.Turn{Text: "ok", Usage: llmtest.Usage{Input: 10, Output: 5}}, true
+	})
+	gw, err := gateway.New(gateway.Config{Logger: slog.New(slog.DiscardHandler),
+		Upstreams: map[string]gateway.Upstream{gateway.Anthropic: {BaseURL: srv.URL, Key: "sk-real-budget-key"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.gw = gw
+	// A CLI that calls the model until it is stopped.
+	f := fakeCLI{claudeCode{}, func(runInput) string {
+		return `while :; do
+  curl -sf -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' \
+    -d '{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}' "$ANTHROPIC_BASE_URL/v1/messages" >/dev/null || exit 9
+  echo '{"type":"system","subtype":"tick"}'
+done`
+	}}
+	log := &jobLog{}
+	s := h.session(log, nil)
+	s.Budget = agent.Budget{MaxSteps: 3}
+	_, err = run(t, h.agent(f), s)
+	if ae, ok := agent.AsError(err); !ok || ae.Reason != agent.ReasonBudget {
+		t.Fatalf("Run = %v; want a budget_exceeded error", err)
+	}
+	if exits := log.raws(streamExit); len(exits) != 1 || !strings.Contains(string(exits[0].Event), "SIGTERM") {
+		t.Errorf("exit records %+v; want the CLI stopped by SIGTERM", exits)
+	}
+	reqs := srv.Requests()
+	if len(reqs) < 4 {
+		t.Errorf("%d model calls; want the budget (3) passed before the stop", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.Header.Get("X-Api-Key") != "sk-real-budget-key" {
+			t.Errorf("upstream key %q; want the real one", r.Header.Get("X-Api-Key"))
+		}
+	}
+}
+
+func TestRunRefusals(t *testing.T) {
+	h := newHarness(t)
+	gwOnlyOpenAI, err := gateway.New(gateway.Config{Upstreams: map[string]gateway.Upstream{gateway.OpenAI: {BaseURL: "http://127.0.0.1:1/v1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostDir := func(context.Context, *agent.Session) (string, error) { return h.dir, nil }
+	tests := []struct {
+		name, agent, model string
+		gw                 *gateway.Gateway
+		reason             string
+	}{
+		{"claude with an OpenAI model", "claude-code", "openai/gpt-5", h.gw, cpapi.ReasonAgentError},
+		{"codex with an Anthropic model", "codex", "anthropic/claude-sonnet-4-5", h.gw, cpapi.ReasonAgentError},
+		{"malformed model", "opencode", "gpt-5", h.gw, cpapi.ReasonAgentError},
+		{"gemini without a Google key", "gemini", "", h.gw, agent.ReasonLLM},
+		{"claude without an Anthropic key", "claude-code", "", gwOnlyOpenAI, agent.ReasonLLM},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := New(tt.agent, Config{Gateway: tt.gw, HostDir: hostDir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := &jobLog{}
+			s := h.session(log, nil)
+			s.Model = tt.model
+			_, err = run(t, a.(*cliAgent), s)
+			if ae, ok := agent.AsError(err); !ok || ae.Reason != tt.reason {
+				t.Fatalf("Run = %v; want reason %s", err, tt.reason)
+			}
+			if n := len(log.snapshot()); n != 0 {
+				t.Errorf("%d events logged before the refusal", n)
+			}
+		})
+	}
+	if _, err := New("aider", Config{Gateway: h.gw, HostDir: hostDir}); err == nil {
+		t.Error("New(aider) succeeded")
+	}
+	if _, err := New("codex", Config{}); err == nil {
+		t.Error("New without a gateway succeeded")
+	}
+	if got := Names(); !slices.Equal(got, []string{"claude-code", "codex", "opencode", "gemini"}) {
+		t.Errorf("Names() = %q", got)
+	}
+}
+
+// TestMissingCLI: a template without the CLI is an agent error that says
+// so, not an infrastructure failure.
+func TestMissingCLI(t *testing.T) {
+	h := newHarness(t)
+	log := &jobLog{}
+	f := fakeCLI{codex{}, func(runInput) string { return "" }}
+	a := h.agent(missingCLI{f})
+	_, err := run(t, a, h.session(log, nil))
+	ae, ok := agent.AsError(err)
+	if !ok || ae.Reason != cpapi.ReasonAgentError || !strings.Contains(ae.Msg, "cannot start") {
+		t.Fatalf("Run = %v; want an agent_error about the missing CLI", err)
+	}
+}
+
+type missingCLI struct{ fakeCLI }
+
+func (m missingCLI) command(in runInput) (command, error) {
+	c, err := m.fakeCLI.command(in)
+	c.path = "no-such-agent-cli"
+	return c, err
 }

@@ -72,8 +72,6 @@ func translateFixture(t *testing.T, f flavor, name string) ([]agent.Event, outco
 			calls = append(calls, "result:"+d.CallID)
 		}
 	}
-	_ = took
-	_ = done
 	return evs, tr.outcome(), took*100 + done, calls
 }
 

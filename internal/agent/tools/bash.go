@@ -125,12 +125,10 @@ func (b *Bash) RunCall(ctx context.Context, key string, input json.RawMessage) (
 		return Result{}, err
 	}
 	nonce := nonceOf(key)
-	file := scriptDir + "/" + nonce + ".sh"
-	if _, err := b.env.Sandbox.WriteFile(ctx, file, strings.NewReader(in.Command+"\n"), 0o600); err != nil {
-		return Result{}, fmt.Errorf("tools: bash: writing the command: %w", err)
+	line, err := b.commandLine(ctx, nonce, in.Command)
+	if err != nil {
+		return Result{}, err
 	}
-	line := fmt.Sprintf("printf '\\036CORRAL-START:%%s\\036\\n' %s; . %s < /dev/null; printf '\\036CORRAL:%%s:%%d\\036\\n' %s $?; rm -f %s\n",
-		nonce, file, nonce, file)
 	note2, err := b.send(ctx, line)
 	if err != nil {
 		return Result{}, err
@@ -141,6 +139,28 @@ func (b *Bash) RunCall(ctx context.Context, key string, input json.RawMessage) (
 	}
 	res.Output = note + note2 + res.Output
 	return res, nil
+}
+
+// inlineMax is the longest command sent on the shell's input line
+// itself; longer ones go through a file (a terminal's line holds 4 KiB).
+const inlineMax = 2000
+
+// commandLine is what the shell is sent for one command: a start marker,
+// the command with stdin from /dev/null, and the end marker with its
+// status. Short commands are evaluated from a quoted string (a syntax
+// error stays inside eval); long ones are written to a file and sourced.
+func (b *Bash) commandLine(ctx context.Context, nonce, command string) (string, error) {
+	start := fmt.Sprintf("printf '\\036CORRAL-START:%%s\\036\\n' %s; ", nonce)
+	end := fmt.Sprintf("; printf '\\036CORRAL:%%s:%%d\\036\\n' %s $?", nonce)
+	if len(command) <= inlineMax {
+		quoted := "'" + strings.ReplaceAll(command, "'", `'\''`) + "'"
+		return start + "eval " + quoted + " < /dev/null" + end + "\n", nil
+	}
+	file := scriptDir + "/" + nonce + ".sh"
+	if _, err := b.env.Sandbox.WriteFile(ctx, file, strings.NewReader(command+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("tools: bash: writing the command: %w", err)
+	}
+	return start + ". " + file + " < /dev/null" + end + "; rm -f " + file + "\n", nil
 }
 
 // Recover finishes a call that was running when the control plane went
@@ -277,7 +297,7 @@ func (b *Bash) start(ctx context.Context) error {
 	}
 	_ = p
 	nonce := nonceOf("")
-	setup := fmt.Sprintf("stty -echo -onlcr; set +m; printf '\\036CORRAL:%%s:%%d\\036\\n' %s 0\n", nonce)
+	setup := fmt.Sprintf("stty -echo -onlcr; set +m +H; printf '\\036CORRAL:%%s:%%d\\036\\n' %s 0\n", nonce)
 	if err := b.env.Sandbox.WriteInput(ctx, b.ref, []byte(setup)); err != nil {
 		return b.lost(ctx, err)
 	}

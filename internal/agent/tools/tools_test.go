@@ -67,6 +67,21 @@ func TestBashPersistsStateAndExitCodes(t *testing.T) {
 	if strings.TrimSpace(res.Output) != "done" {
 		t.Fatalf("stdin: %q", res.Output)
 	}
+	// A syntax error is an error result, and the shell carries on.
+	res = run(t, s, "bash", map[string]any{"command": "if then fi ((("})
+	if !res.IsError || *res.ExitCode != 2 {
+		t.Fatalf("syntax error: %+v", res)
+	}
+	// History expansion is off; long commands (through a file) work too.
+	res = run(t, s, "bash", map[string]any{"command": "echo 'it''s'\"!\" \"wow!\""})
+	if strings.TrimSpace(res.Output) != "its! wow!" {
+		t.Fatalf("quotes and !: %q", res.Output)
+	}
+	long := "x=0\n" + strings.Repeat("x=$((x+1))\n", 400) + "echo $x"
+	res = run(t, s, "bash", map[string]any{"command": long})
+	if strings.TrimSpace(res.Output) != "400" {
+		t.Fatalf("long command: %q", res.Output)
+	}
 	// Heredocs, quotes and a marker look-alike in the output.
 	res = run(t, s, "bash", map[string]any{"command": "cat <<'EOF'\nline \"1\" $HOME\nEOF\nprintf '\\036CORRAL:fake:9\\036\\n'"})
 	if !strings.Contains(res.Output, `line "1" $HOME`) || *res.ExitCode != 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-sh/corral/internal/auth"
 	"github.com/corral-sh/corral/internal/controlplane"
+	"github.com/corral-sh/corral/internal/forge"
 	"github.com/corral-sh/corral/internal/llm/registry"
 	"github.com/corral-sh/corral/internal/runtime/catalog"
 	"github.com/corral-sh/corral/internal/runtime/runtimetest"
@@ -53,6 +54,11 @@ type Options struct {
 	// LLM configures the built-in agent's providers (point them at an
 	// internal/llm/llmtest server); none when zero.
 	LLM registry.Config
+	// Forge points pull requests at a forge (internal/forge/forgetest).
+	Forge forge.Config
+	// Template is the template Start prepares (building it on first
+	// use) and reports as Server.Template; "minimal" when "".
+	Template string
 }
 
 // Start starts a control plane and stops it when the test ends.
@@ -84,10 +90,11 @@ func Start(t testing.TB, opts Options) *Server {
 		RateLimit:    opts.RateLimit,
 		TenantLimits: opts.TenantLimits,
 		LLM:          opts.LLM,
+		Forge:        opts.Forge,
 		Out:          io.Discard,
 		Log:          slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
-	tpl := Prepare(t, opts.Runtime, opts.StateRoot)
+	tpl := PrepareTemplate(t, opts.Runtime, opts.StateRoot, opts.Template)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -184,6 +191,15 @@ func deleteSandboxes(t testing.TB, stateRoot string) {
 // template's ref.
 func Prepare(t testing.TB, name, stateRoot string) string {
 	t.Helper()
+	return PrepareTemplate(t, name, stateRoot, "minimal")
+}
+
+// PrepareTemplate is Prepare for template tpl ("minimal" when "").
+func PrepareTemplate(t testing.TB, name, stateRoot, tpl string) string {
+	t.Helper()
+	if tpl == "" {
+		tpl = "minimal"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	rt, err := catalog.Open(ctx, name, catalog.Config{Binary: runtimetest.Binary(t), StateRoot: stateRoot})
@@ -195,5 +211,5 @@ func Prepare(t testing.TB, name, stateRoot string) string {
 	if !ok {
 		t.Fatalf("runtime %s cannot hold templates", name)
 	}
-	return runtimetest.Template(t, imp)
+	return runtimetest.NamedTemplate(t, imp, tpl)
 }

@@ -28,6 +28,11 @@ type Config struct {
 	OpenAIKey        string
 	AnthropicBaseURL string
 	AnthropicKey     string
+	// GeminiBaseURL and GeminiKey (GOOGLE_GEMINI_BASE_URL, GEMINI_API_KEY)
+	// reach Google's Gemini API. The built-in agent has no Gemini provider;
+	// the Gemini CLI agent uses them through the model gateway.
+	GeminiBaseURL string
+	GeminiKey     string
 	// Timeout bounds one attempt of a completion (streaming included);
 	// 0 means DefaultTimeout, negative none.
 	Timeout time.Duration
@@ -50,9 +55,9 @@ type Config struct {
 // that a hung connection does not hold a job for good.
 const DefaultTimeout = 10 * time.Minute
 
-// FromEnv reads the four standard variables, CORRAL_MODEL (the default
-// model) and CORRAL_CONTEXT_WINDOW (an override of every model's window,
-// in tokens).
+// FromEnv reads the four standard variables, GEMINI_API_KEY and
+// GOOGLE_GEMINI_BASE_URL, CORRAL_MODEL (the default model) and
+// CORRAL_CONTEXT_WINDOW (an override of every model's window, in tokens).
 func FromEnv() Config {
 	c := Config{
 		OpenAIBaseURL:    os.Getenv("OPENAI_BASE_URL"),
@@ -60,6 +65,8 @@ func FromEnv() Config {
 		AnthropicBaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
 		AnthropicKey:     os.Getenv("ANTHROPIC_API_KEY"),
 		DefaultModel:     os.Getenv("CORRAL_MODEL"),
+		GeminiBaseURL:    os.Getenv("GOOGLE_GEMINI_BASE_URL"),
+		GeminiKey:        os.Getenv("GEMINI_API_KEY"),
 	}
 	if n, err := strconv.Atoi(os.Getenv("CORRAL_CONTEXT_WINDOW")); err == nil && n > 0 {
 		c.ContextWindow = n
