@@ -60,11 +60,12 @@ func AgentCLIs() []AgentCLI { return append([]AgentCLI(nil), agentCLIs...) }
 // Optional native add-ons some CLIs ask for (node-pty, keytar) cannot be
 // built without Node's headers from nodejs.org; npm drops them, and the
 // CLIs run without them in their non-interactive modes.
-func agentCLIHook() string {
+func agentCLIHook(extra ...string) string {
 	var pkgs []string
 	for _, c := range agentCLIs {
 		pkgs = append(pkgs, c.Package+"@"+c.Version)
 	}
+	pkgs = append(pkgs, extra...)
 	return fmt.Sprintf(`set -e
 root="$1"
 cache=%[1]s
@@ -109,3 +110,11 @@ func commands() []string {
 // defaultHooks are the default template's: the agent CLIs first (they
 // need the build's network and resolv.conf), then the common layout.
 var defaultHooks = append([]string{agentCLIHook()}, agentHooks...)
+
+// desktopNPM are the desktop template's npm packages beyond the agent
+// CLIs: the TypeScript language server for /v1/lsp (Debian has none).
+var desktopNPM = []string{"typescript@5.9.3", "typescript-language-server@4.4.1"}
+
+// desktopHooks are the desktop template's: the default's, with the
+// TypeScript language server.
+var desktopHooks = append([]string{agentCLIHook(desktopNPM...)}, agentHooks...)

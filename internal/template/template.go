@@ -67,8 +67,8 @@ var definitions = []Definition{
 		Suite: "bookworm", Variant: "minbase", Packages: minimalPackages, Hooks: agentHooks},
 	{Name: "default", Summary: "development tools: git, curl, python3, nodejs, npm, build-essential, ripgrep, jq; the agent CLIs claude, codex, opencode, gemini",
 		Suite: "bookworm", Variant: "minbase", Packages: defaultPackages, Hooks: defaultHooks}, // + agent CLIs: agentclis.go
-	{Name: "desktop", Summary: "default plus an X desktop (Xvfb, fluxbox, xdotool, x11vnc, noVNC, xterm, chromium) and language servers",
-		Suite: "bookworm", Variant: "minbase", Packages: desktopPackages, Hooks: agentHooks},
+	{Name: "desktop", Summary: "default plus an X desktop (Xvfb, fluxbox, xdotool, x11vnc, noVNC, xterm, chromium) and language servers (gopls, pylsp, typescript-language-server)",
+		Suite: "bookworm", Variant: "minbase", Packages: desktopPackages, Hooks: desktopHooks},
 }
 
 // agentHooks give every template the layout of the runtime contract and
