@@ -23,7 +23,7 @@ func goListDeps(t *testing.T, pkg string) []string {
 // TestDomainPackagesHaveNoHTTP keeps transport out of the services
 // (STYLE.md rule 5): only package sandboxd speaks HTTP.
 func TestDomainPackagesHaveNoHTTP(t *testing.T) {
-	for _, pkg := range []string{"procs", "outlog", "files", "ports", "sysinfo", "reaper", "browser", "lsp"} {
+	for _, pkg := range []string{"procs", "outlog", "files", "ports", "sysinfo", "reaper", "browser", "lsp", "desktop", "forward", "gitops"} {
 		for _, dep := range goListDeps(t, "github.com/corral-sh/corral/internal/sandboxd/"+pkg) {
 			if dep == "net/http" || strings.HasPrefix(dep, "net/http/") {
 				t.Errorf("internal/sandboxd/%s depends on %s", pkg, dep)
