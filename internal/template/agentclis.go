@@ -60,12 +60,17 @@ func AgentCLIs() []AgentCLI { return append([]AgentCLI(nil), agentCLIs...) }
 // Optional native add-ons some CLIs ask for (node-pty, keytar) cannot be
 // built without Node's headers from nodejs.org; npm drops them, and the
 // CLIs run without them in their non-interactive modes.
-func agentCLIHook(extra ...string) string {
+func agentCLIHook() string {
 	var pkgs []string
 	for _, c := range agentCLIs {
 		pkgs = append(pkgs, c.Package+"@"+c.Version)
 	}
-	pkgs = append(pkgs, extra...)
+	return npmHook(pkgs, commands())
+}
+
+// npmHook installs Node.js, npm and pkgs (name@version) as agentCLIHook
+// describes, then runs each of cmds with --version.
+func npmHook(pkgs, cmds []string) string {
 	return fmt.Sprintf(`set -e
 root="$1"
 cache=%[1]s
@@ -96,7 +101,7 @@ npmi npm@%[3]s
 npmi %[4]s
 mkdir -p "$tmp/home"
 for c in %[5]s; do chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp/corral-npm/home $c --version; done`,
-		NPMCacheDir, nodeVersion, npmVersion, strings.Join(pkgs, " "), strings.Join(commands(), " "))
+		NPMCacheDir, nodeVersion, npmVersion, strings.Join(pkgs, " "), strings.Join(cmds, " "))
 }
 
 func commands() []string {
@@ -115,6 +120,8 @@ var defaultHooks = append([]string{agentCLIHook()}, agentHooks...)
 // CLIs: the TypeScript language server for /v1/lsp (Debian has none).
 var desktopNPM = []string{"typescript@5.9.3", "typescript-language-server@4.4.1"}
 
-// desktopHooks are the desktop template's: the default's, with the
-// TypeScript language server.
-var desktopHooks = append([]string{agentCLIHook(desktopNPM...)}, agentHooks...)
+// desktopHooks are the desktop template's: the TypeScript language server
+// (and Node.js) from npm, then the common layout. The agent CLIs are not
+// in it: they would add more than a gigabyte to a template that is
+// already the largest, for agents the default template serves.
+var desktopHooks = append([]string{npmHook(desktopNPM, []string{"typescript-language-server"})}, agentHooks...)
