@@ -112,9 +112,18 @@ func normalize(req cpapi.JobRequest, def time.Duration, available func(agent str
 		return req, err
 	}
 	if !available(req.Agent) {
-		return req, errdefs.Unprocessablef("agent %q is not available in this control plane (for builtin: configure a model provider, e.g. ANTHROPIC_API_KEY or OPENAI_BASE_URL)", req.Agent)
+		return req, errdefs.Unprocessablef("agent %q is not available in this control plane: start corral up with %s", req.Agent, agentNeeds[req.Agent])
 	}
 	return req, nil
+}
+
+// agentNeeds says what makes an agent available.
+var agentNeeds = map[string]string{
+	cpapi.AgentBuiltin:    "ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL set",
+	cpapi.AgentClaudeCode: "ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL) set",
+	cpapi.AgentCodex:      "OPENAI_API_KEY (or OPENAI_BASE_URL) set",
+	cpapi.AgentOpenCode:   "ANTHROPIC_API_KEY or OPENAI_API_KEY set",
+	cpapi.AgentGemini:     "GEMINI_API_KEY (or GOOGLE_GEMINI_BASE_URL) set",
 }
 
 // checkRepo validates a repository: a URL git can clone (http(s), ssh,
