@@ -3,6 +3,9 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -239,3 +242,42 @@ var errCrash = crashErr{}
 type crashErr struct{}
 
 func (crashErr) Error() string { return "crash: the log is gone" }
+
+// TestBrowserAndLSPToolsThroughTheModel: the scripted model drives the
+// browser tool on a page and the lsp tool on a planted compile error, and
+// sees what they found.
+func TestBrowserAndLSPToolsThroughTheModel(t *testing.T) {
+	for _, p := range []string{"chromium", "gopls", "go"} {
+		if _, err := exec.LookPath(p); err != nil {
+			testenv.Unavailable(t, "%s is not installed", p)
+		}
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `<html><head><title>Shop</title></head><body><button onclick="this.textContent='Bought'">Buy</button></body></html>`)
+	}))
+	defer page.Close()
+	h := newHarness(t,
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{llmtest.Call("browser", map[string]any{"action": "navigate", "url": page.URL})}},
+		llmtest.Turn{Match: func(r llmtest.Request) bool { return strings.Contains(lastResultText(r), "Shop") },
+			ToolCalls: []llmtest.ToolCall{llmtest.Call("browser", map[string]any{"action": "click", "selector": "button"})}},
+		llmtest.Turn{ToolCalls: []llmtest.ToolCall{llmtest.Call("browser", map[string]any{"action": "text"})}},
+		llmtest.Turn{Match: func(r llmtest.Request) bool { return strings.Contains(lastResultText(r), "Bought") },
+			ToolCalls: []llmtest.ToolCall{llmtest.Call("lsp", map[string]any{"action": "diagnostics", "path": "main.go"})}},
+		llmtest.Turn{Match: func(r llmtest.Request) bool { return strings.Contains(lastResultText(r), "main.go:4:") },
+			ToolCalls: []llmtest.ToolCall{llmtest.Call("finish", map[string]any{"summary": "bought; found the error"})}},
+	)
+	os.WriteFile(h.ws+"/go.mod", []byte("module example.com/m\n\ngo 1.21\n"), 0o644)
+	os.WriteFile(h.ws+"/main.go", []byte("package main\n\nfunc main() {\n\tvar n int = \"x\"\n\t_ = n\n}\n"), 0o644)
+	res, err := h.run("anthropic/claude-sonnet-4-5", nil)
+	if err != nil || res.Summary != "bought; found the error" {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+}
+
+func lastResultText(r llmtest.Request) string {
+	res := r.ToolResults()
+	if len(res) == 0 {
+		return ""
+	}
+	return res[len(res)-1].Text
+}
