@@ -66,7 +66,7 @@ func (m *timedModels) Resolve(model string) (llm.Provider, string, error) {
 // of that overhead, events per step, and the cost of one condensation.
 func BenchmarkAgentStep(b *testing.B) {
 	ctx := context.Background()
-	d := sandboxdtest.Start(b, sandboxdtest.Options{Config: sandboxd.Config{Root: "/", Token: "tok"}})
+	d := sandboxdtest.Start(b, sandboxdtest.Options{Config: sandboxd.Config{Root: "/", Token: "tok", Logger: quiet}})
 	cl, err := client.New(d.URL, client.WithToken("tok"))
 	if err != nil {
 		b.Fatal(err)
@@ -160,7 +160,7 @@ func BenchmarkAgentStep(b *testing.B) {
 // call), and how much it shrinks.
 func BenchmarkCondense(b *testing.B) {
 	ctx := context.Background()
-	d := sandboxdtest.Start(b, sandboxdtest.Options{Config: sandboxd.Config{Root: "/", Token: "tok"}})
+	d := sandboxdtest.Start(b, sandboxdtest.Options{Config: sandboxd.Config{Root: "/", Token: "tok", Logger: quiet}})
 	cl, err := client.New(d.URL, client.WithToken("tok"))
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -42,7 +43,7 @@ type harness struct {
 
 func newHarness(t *testing.T, turns ...llmtest.Turn) *harness {
 	t.Helper()
-	d := sandboxdtest.Start(t, sandboxdtest.Options{Config: sandboxd.Config{Root: "/", Token: "tok"}})
+	d := sandboxdtest.Start(t, sandboxdtest.Options{Config: sandboxd.Config{Root: "/", Token: "tok", Logger: quiet}})
 	cl, err := client.New(d.URL, client.WithToken("tok"))
 	if err != nil {
 		t.Fatal(err)
@@ -273,6 +274,9 @@ func TestBrowserAndLSPToolsThroughTheModel(t *testing.T) {
 		t.Fatalf("run: %+v %v", res, err)
 	}
 }
+
+// quiet drops the test daemons' request logs.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func lastResultText(r llmtest.Request) string {
 	res := r.ToolResults()
