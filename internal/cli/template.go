@@ -95,13 +95,13 @@ mmdebstrap's output goes to stderr.`,
 			for _, s := range skips {
 				fmt.Fprintf(out, "%s: skipped: %s\n", s.name, s.reason)
 			}
+			opts := template.Options{Name: def.Name, CacheDir: f.cacheDir, Mirror: f.mirror, Log: cmd.ErrOrStderr()}
 			if missing {
-				imps = withoutTemplate(cmd.Context(), out, imps, def.Ref())
+				imps = withoutTemplate(cmd.Context(), out, imps, def, opts)
 				if len(imps) == 0 {
 					return nil
 				}
 			}
-			opts := template.Options{Name: def.Name, CacheDir: f.cacheDir, Mirror: f.mirror, Log: cmd.ErrOrStderr()}
 			return buildTemplate(cmd.Context(), out, opts, imps)
 		},
 	}
@@ -111,12 +111,14 @@ mmdebstrap's output goes to stderr.`,
 	return cmd
 }
 
-// withoutTemplate keeps the backends that lack ref, saying which have it.
-func withoutTemplate(ctx context.Context, out io.Writer, imps []importer, ref string) []importer {
+// withoutTemplate keeps the backends that lack the current build of def
+// (they lack it, or hold one an older definition made), saying which have
+// it.
+func withoutTemplate(ctx context.Context, out io.Writer, imps []importer, def template.Definition, opts template.Options) []importer {
 	var keep []importer
 	for _, im := range imps {
-		if ok, err := im.imp.HasTemplate(ctx, ref); err == nil && ok {
-			fmt.Fprintf(out, "%s: has %s\n", im.name, ref)
+		if ok, err := template.Current(ctx, im.imp, def, opts); err == nil && ok {
+			fmt.Fprintf(out, "%s: has %s\n", im.name, def.Ref())
 			continue
 		}
 		keep = append(keep, im)

@@ -65,3 +65,57 @@ func TestEnsure(t *testing.T) {
 		})
 	}
 }
+
+// buildsImporter is a fakeImporter that keeps track of builds.
+type buildsImporter struct {
+	fakeImporter
+	builds map[string]string
+}
+
+func (b *buildsImporter) TemplateBuild(_ context.Context, name string) (string, error) {
+	return b.builds[name], nil
+}
+
+func (b *buildsImporter) ImportTemplate(ctx context.Context, tarball, name string) error {
+	if err := b.fakeImporter.ImportTemplate(ctx, tarball, name); err != nil {
+		return err
+	}
+	b.has[name] = true
+	b.builds[name] = BuildID(tarball)
+	return nil
+}
+
+// TestEnsureReimportsAnOlderBuild: a backend that holds a template made
+// by another definition (an older Corral) gets the current one; one that
+// holds the current build is left alone.
+func TestEnsureReimportsAnOlderBuild(t *testing.T) {
+	bin, runs := fakeMmdebstrap(t, `printf 'rootfs'`)
+	opts := Options{CacheDir: t.TempDir(), Mirror: "http://m/debian", Mmdebstrap: bin}
+	imp := &buildsImporter{fakeImporter: fakeImporter{has: map[string]bool{"corral-minimal": true}},
+		builds: map[string]string{"corral-minimal": "minimal-0123456789ab"}}
+	if err := Ensure(t.Context(), imp, "minimal", opts); err != nil {
+		t.Fatal(err)
+	}
+	if imp.imported["corral-minimal"] != "rootfs" || runCount(t, runs) != 1 {
+		t.Fatalf("an older build was kept: %v", imp.imported)
+	}
+	current := imp.builds["corral-minimal"]
+	if current == "minimal-0123456789ab" || current == "" {
+		t.Fatalf("build after import = %q", current)
+	}
+	imp.imported = nil
+	if err := Ensure(t.Context(), imp, "minimal", opts); err != nil {
+		t.Fatal(err)
+	}
+	if imp.imported != nil || runCount(t, runs) != 1 {
+		t.Fatalf("the current build was imported again")
+	}
+	// Unknown build (imported before builds were tracked): imported again.
+	imp.builds["corral-minimal"] = ""
+	if err := Ensure(t.Context(), imp, "minimal", opts); err != nil {
+		t.Fatal(err)
+	}
+	if imp.imported["corral-minimal"] != "rootfs" {
+		t.Fatalf("a template of unknown build was kept")
+	}
+}

@@ -185,6 +185,9 @@ func TestImportTemplate(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "mini", "rootfs", "etc", "version")); string(b) != "2" {
 		t.Errorf("template after a re-import holds %q; want the new one", b)
 	}
+	if b, err := r.TemplateBuild(ctx, "mini"); err != nil || b == "" {
+		t.Errorf("TemplateBuild after import = %q, %v", b, err)
+	}
 	if has, err := r.HasTemplate(ctx, "mini"); !has || err != nil {
 		t.Errorf("HasTemplate after import = %v, %v", has, err)
 	}

@@ -9,9 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/template"
 )
 
 var validTemplate = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
@@ -31,6 +33,26 @@ func templateName(name string) (string, error) {
 // rootfs is the unpacked root file system of template name.
 func (r *Runtime) rootfs(name string) string {
 	return filepath.Join(r.cfg.TemplatesDir, name, "rootfs")
+}
+
+// buildFile, beside a template's rootfs, names the build it came from.
+const buildFile = "build"
+
+// TemplateBuild returns the build template name was imported from ("" if
+// unknown); see template.Builds.
+func (r *Runtime) TemplateBuild(ctx context.Context, name string) (string, error) {
+	name, err := templateName(name)
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(r.cfg.TemplatesDir, name, buildFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("template %s: %w", name, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // HasTemplate reports whether template name is unpacked (the template
@@ -99,6 +121,9 @@ func (r *Runtime) ImportTemplate(ctx context.Context, rootfsTar, name string) er
 	// tar applies the archive's mode to "./"; the sandbox user must be
 	// able to enter the root whatever the archive says.
 	if err := os.Chmod(root, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, buildFile), []byte(template.BuildID(rootfsTar)+"\n"), 0o644); err != nil {
 		return err
 	}
 	final := filepath.Join(r.cfg.TemplatesDir, name)

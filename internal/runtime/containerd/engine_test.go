@@ -81,6 +81,9 @@ func TestImportTemplate(t *testing.T) {
 	if ok, err := r.HasTemplate(ctx, name); !ok || err != nil {
 		t.Fatalf("HasTemplate = %v, %v; want true", ok, err)
 	}
+	if b, err := r.TemplateBuild(ctx, name); b != "rootfs" || err != nil {
+		t.Errorf("TemplateBuild = %q, %v; want rootfs", b, err)
+	}
 	img, err := c.GetImage(ctx, ref)
 	if err != nil {
 		t.Fatal(err)

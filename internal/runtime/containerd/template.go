@@ -24,6 +24,7 @@ import (
 
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/template"
 )
 
 // ImageRef is the containerd image name of a template: the name normalized
@@ -35,6 +36,30 @@ func ImageRef(template string) (string, error) {
 		return "", errdefs.Invalidf("template %q is not a valid image name: %v", template, err)
 	}
 	return named.String(), nil
+}
+
+// LabelBuild, on a template image, names the build it was imported from.
+const LabelBuild = "corral.template.build"
+
+// TemplateBuild returns the build the template's image was imported from
+// ("" if unknown); see template.Builds.
+func (r *Runtime) TemplateBuild(ctx context.Context, tpl string) (string, error) {
+	ref, err := ImageRef(tpl)
+	if err != nil {
+		return "", err
+	}
+	c, err := r.conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	img, err := c.ImageService().Get(withNamespace(ctx), ref)
+	if cerrdefs.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up image %s: %w", ref, err)
+	}
+	return img.Labels[LabelBuild], nil
 }
 
 // HasTemplate reports whether the template's image is in containerd.
@@ -144,7 +169,7 @@ func (r *Runtime) ImportTemplate(ctx context.Context, rootfsTar, name string) er
 	if err != nil {
 		return err
 	}
-	rec := images.Image{Name: ref, Target: mDesc, Labels: map[string]string{LabelTemplate: name}}
+	rec := images.Image{Name: ref, Target: mDesc, Labels: map[string]string{LabelTemplate: name, LabelBuild: template.BuildID(rootfsTar)}}
 	is := c.ImageService()
 	if _, err := is.Create(ctx, rec); cerrdefs.IsAlreadyExists(err) {
 		_, err = is.Update(ctx, rec, "target", "labels")

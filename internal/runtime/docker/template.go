@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/template"
 )
 
 // templateChanges are the image settings of an imported template: the
@@ -38,8 +40,9 @@ func (r *Runtime) ImportTemplate(ctx context.Context, rootfsTar string, name str
 		return fmt.Errorf("docker: import template %s: %w", ref, err)
 	}
 	defer f.Close()
+	changes := append(slices.Clone(templateChanges), "LABEL "+LabelBuild+"="+template.BuildID(rootfsTar))
 	rc, err := r.cli.ImageImport(ctx, client.ImageImportSource{Source: f, SourceName: "-"}, ref,
-		client.ImageImportOptions{Changes: templateChanges, Message: "corral template from " + rootfsTar})
+		client.ImageImportOptions{Changes: changes, Message: "corral template from " + rootfsTar})
 	if err != nil {
 		return engineErr(err, "docker: import template %s", ref)
 	}
@@ -75,6 +78,29 @@ func importResult(r io.Reader) error {
 			return errors.New(msg.Error)
 		}
 	}
+}
+
+// LabelBuild, on a template image, names the build it was imported from.
+const LabelBuild = "corral.template.build"
+
+// TemplateBuild returns the build the image name was imported from (""
+// if unknown); see template.Builds.
+func (r *Runtime) TemplateBuild(ctx context.Context, name string) (string, error) {
+	ref, err := imageRef(name)
+	if err != nil {
+		return "", err
+	}
+	img, err := r.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", nil
+		}
+		return "", engineErr(err, "docker: inspect template %s", ref)
+	}
+	if img.Config == nil {
+		return "", nil
+	}
+	return img.Config.Labels[LabelBuild], nil
 }
 
 // HasTemplate reports whether the engine has the image name.

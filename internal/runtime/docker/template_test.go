@@ -30,6 +30,9 @@ func TestImportTemplate(t *testing.T) {
 	if ok, err := r.HasTemplate(ctx, name+":latest"); err != nil || !ok {
 		t.Fatalf("HasTemplate(%q) after import = %v, %v; want true", name, ok, err)
 	}
+	if b, err := r.TemplateBuild(ctx, name); err != nil || b != "rootfs" {
+		t.Errorf("TemplateBuild = %q, %v; want rootfs (the tarball's build)", b, err)
+	}
 	img, err := r.cli.ImageInspect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
