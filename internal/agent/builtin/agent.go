@@ -94,6 +94,11 @@ type run struct {
 	// only the most recent few (they are large).
 	images     map[string][]llm.Part
 	imageCalls []string
+
+	// issued are the calls this run got from the model: they never ran
+	// before. A call of the log that is not here may have run while the
+	// control plane was down.
+	issued map[string]bool
 }
 
 // keptImages is how many tool results keep their images in a request.
@@ -113,7 +118,7 @@ func (a *Agent) Run(ctx context.Context, s *agent.Session) (*agent.Result, error
 	if r.tools, r.bash, err = tools.ForSandbox(ctx, r.env); err != nil {
 		return nil, err
 	}
-	r.images = map[string][]llm.Part{}
+	r.images, r.issued = map[string][]llm.Part{}, map[string]bool{}
 	for _, ev := range s.History {
 		r.st.apply(ev)
 	}
@@ -258,6 +263,7 @@ func (r *run) recordAnswer(ctx context.Context, reqEv agent.Event, step int, res
 	// resumes finds them started, and bash tells by its start marker
 	// whether a command really began.
 	for _, c := range resp.Message.ToolCalls() {
+		r.issued[c.CallID] = true
 		evs = append(evs, agent.Event{Type: cpapi.EventToolCall, Data: cpapi.ToolCallData{CallID: c.CallID, Tool: c.Tool, Input: callInput(c.Input)}})
 	}
 	return r.record(ctx, evs...)
@@ -296,12 +302,15 @@ func (r *run) runCalls(ctx context.Context) error {
 	return nil
 }
 
-// runCall runs one tool call: tool.call, the tool, tool.result. A call
-// whose tool.call is already in the log was interrupted by a crash: bash
-// looks for its end in the shell's output before running anything again.
+// runCall runs one tool call: the tool, then tool.result (tool.call is
+// written with the model's answer). A call of the log that this run did
+// not get from the model may have been running when the control plane
+// died: bash looks for its end in the shell's output before running
+// anything again.
 func (r *run) runCall(ctx context.Context, key string, c llm.Part) error {
-	started := r.called(c.CallID)
-	if !started {
+	logged := r.called(c.CallID)
+	started := logged && !r.issued[c.CallID] // maybe ran before a crash
+	if !logged {
 		if err := r.record(ctx, agent.Event{Type: cpapi.EventToolCall, Data: cpapi.ToolCallData{
 			CallID: c.CallID, Tool: c.Tool, Input: callInput(c.Input)}}); err != nil {
 			return err
