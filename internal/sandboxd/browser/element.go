@@ -130,7 +130,7 @@ func (t *Tab) Click(ctx context.Context, req sandboxapi.ClickRequest) error {
 	if err != nil {
 		return t.fail(ctx, octx, err, "click")
 	}
-	x, y, err := t.center(octx, id)
+	x, y, err := t.target(octx, id, find)
 	if err != nil {
 		return t.fail(ctx, octx, err, "click")
 	}
@@ -144,6 +144,52 @@ func (t *Tab) Click(ctx context.Context, req sandboxapi.ClickRequest) error {
 		}
 	}
 	return nil
+}
+
+// hitTestJS reports whether the point (x, y) of the viewport is on the
+// element (or inside it): what a click there would reach.
+const hitTestJS = `function(x, y) { const e = document.elementFromPoint(x, y); return !!e && (e === this || this.contains(e)); }`
+
+// target is where to click node id: its centre, once a click there
+// would reach it. A page still laying out (a window the window manager
+// is resizing, content loading above) moves elements, so the centre is
+// taken again until the element is under it, for up to d; after that the
+// last centre is used as it is.
+func (t *Tab) target(ctx context.Context, id cdp.BackendNodeID, d time.Duration) (x, y float64, err error) {
+	deadline := time.Now().Add(d)
+	for {
+		if x, y, err = t.center(ctx, id); err != nil {
+			return 0, 0, err
+		}
+		if t.hits(ctx, id, x, y) || time.Now().After(deadline) {
+			return x, y, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// hits reports whether a click at (x, y) reaches node id; true when it
+// cannot tell.
+func (t *Tab) hits(ctx context.Context, id cdp.BackendNodeID, x, y float64) bool {
+	obj, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: id, ObjectGroup: objectGroup})
+	if err != nil || obj.Object == nil {
+		return true
+	}
+	defer t.release(ctx)
+	ax, _ := json.Marshal(x)
+	ay, _ := json.Marshal(y)
+	res, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: hitTestJS, ObjectID: obj.Object.ObjectID, ReturnByValue: new(true),
+		Arguments: []*runtime.CallArgument{{Value: ax}, {Value: ay}},
+	})
+	if err != nil || res.Result == nil {
+		return true
+	}
+	return string(res.Result.Value) != "false"
 }
 
 // center scrolls node id into view and returns the centre of its first
