@@ -73,12 +73,30 @@ func (d *Desktop) startSession(ctx context.Context, cfg screen) (_ *session, err
 		}
 	}
 	if vnc, err := d.lookPath("x11vnc"); err == nil {
-		if err := s.startVNC(ctx, vnc); err != nil {
+		err := s.startVNC(ctx, vnc)
+		if err != nil && ctx.Err() == nil && !s.xDone() {
+			// x11vnc can lose its first connection to a server that is
+			// still settling (seen on busy hosts running many displays);
+			// the X server is fine, so try once more.
+			d.log.Info("desktop: retrying the VNC server", "err", err)
+			err = s.startVNC(ctx, vnc)
+		}
+		if err != nil {
 			d.log.Warn("desktop: no VNC server", "err", err)
 		}
 	}
 	s.started = time.Now()
 	return s, nil
+}
+
+// xDone reports whether the X server has exited.
+func (s *session) xDone() bool {
+	select {
+	case <-s.xvfb.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // startX starts Xvfb on the first free display and waits until it
