@@ -87,11 +87,19 @@ export async function drop(): Promise<number> {
 
 /** api calls the server directly (setting up and checking, not what is tested). */
 export async function api<T>(method: string, p: string, body?: unknown): Promise<T> {
-  const resp = await fetch(env.url + p, {
+  const init = {
     method,
     headers: { Authorization: `Bearer ${env.token}`, "Content-Type": "application/json", Accept: "application/json" },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
+  };
+  let resp: Response;
+  try {
+    resp = await fetch(env.url + p, init);
+  } catch {
+    // A pooled keep-alive connection that an earlier test's cut-able proxy
+    // closed fails before the request is sent; a new connection serves.
+    resp = await fetch(env.url + p, init);
+  }
   const text = await resp.text();
   if (!resp.ok) throw new Error(`${method} ${p}: ${resp.status} ${text}`);
   return (text ? JSON.parse(text) : undefined) as T;
