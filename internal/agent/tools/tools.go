@@ -185,19 +185,10 @@ func Truncate(s string, max int) (string, bool) {
 	return fmt.Sprintf("%s\n[… %d bytes of output omitted; the whole output is in the job's log: use recall to search it …]\n%s", head, cut, tail), true
 }
 
-// Standard builds the built-in agent's standard tool set for env.
-func Standard(env *Env) (*Set, *Bash, error) {
-	b := NewBash(env)
-	s, err := NewSet(b, NewEditor(env), NewSearch(env), Finish{}, NewRecall(env))
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, b, nil
-}
-
-// ForSandbox is Standard plus the tools env's sandbox supports: computer
-// where it has a desktop, browser where it has a browser, lsp always
-// (a missing language server is an observation).
+// ForSandbox builds the built-in agent's tools for env: bash, editor,
+// search, finish, recall and lsp (a missing language server is an
+// observation), plus computer where the sandbox has a desktop and browser
+// where it has a browser.
 func ForSandbox(ctx context.Context, env *Env) (*Set, *Bash, error) {
 	b := NewBash(env)
 	ts := []Tool{b, NewEditor(env), NewSearch(env), Finish{}, NewRecall(env), NewLSP(env)}

@@ -46,7 +46,7 @@ func run(t *testing.T, s *tools.Set, name string, input any) tools.Result {
 
 func TestBashPersistsStateAndExitCodes(t *testing.T) {
 	e, ws := env(t)
-	s, b, err := tools.Standard(e)
+	s, b, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestBashPersistsStateAndExitCodes(t *testing.T) {
 
 func TestBashTimeoutInterruptsAndShellSurvives(t *testing.T) {
 	e, _ := env(t)
-	s, b, err := tools.Standard(e)
+	s, b, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestBashTimeoutInterruptsAndShellSurvives(t *testing.T) {
 
 func TestBashExitAndRestart(t *testing.T) {
 	e, _ := env(t)
-	s, b, err := tools.Standard(e)
+	s, b, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestBashExitAndRestart(t *testing.T) {
 
 func TestBashLongOutputKeepsHeadAndTail(t *testing.T) {
 	e, _ := env(t)
-	s, b, err := tools.Standard(e)
+	s, b, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestBashLongOutputKeepsHeadAndTail(t *testing.T) {
 
 func TestBashRecoverFindsAFinishedCommand(t *testing.T) {
 	e, _ := env(t)
-	s, b, err := tools.Standard(e)
+	s, b, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestBashRecoverFindsAFinishedCommand(t *testing.T) {
 	}
 	run(t, s, "bash", map[string]any{"command": "echo later"})
 	// A new control plane: a fresh tool over the same shell.
-	_, b2, err := tools.Standard(e)
+	_, b2, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestBashRecoverFindsAFinishedCommand(t *testing.T) {
 
 func TestEditor(t *testing.T) {
 	e, ws := env(t)
-	s, b, err := tools.Standard(e)
+	s, b, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestEditor(t *testing.T) {
 
 func TestSearchAndValidation(t *testing.T) {
 	e, ws := env(t)
-	s, b, err := tools.Standard(e)
+	s, b, err := tools.ForSandbox(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
