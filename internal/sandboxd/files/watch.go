@@ -131,13 +131,17 @@ func (w *Watch) addTree(p, name string, report bool) error {
 	}
 	defer sub.Close()
 	return walk(context.Background(), sub, name, func(e entry) error {
+		// A directory is watched before it is reported, so whatever a
+		// client does in it after seeing the report is seen too.
+		if e.info.IsDir() {
+			if err := w.add("/"+e.rel, e.rel); err != nil {
+				return err
+			}
+		}
 		if report {
 			w.send(Event{sandboxapi.FSEventCreate, sandboxapi.WatchEvent{Path: "/" + e.rel, Type: fileType(e.info.Mode())}})
 		}
-		if !e.info.IsDir() {
-			return nil
-		}
-		return w.add("/"+e.rel, e.rel)
+		return nil
 	})
 }
 
@@ -210,15 +214,19 @@ func (w *Watch) handle(ev fsnotify.Event) {
 				e.Type = fileType(fi.Mode())
 			}
 		}
+		if o.op != fsnotify.Create || !w.recursive || e.Type != sandboxapi.FileTypeDir {
+			w.send(e)
+			continue
+		}
+		// A new directory: watched before it is reported (see addTree),
+		// then what was made in it before the watch is reported as created.
+		err := w.add(sp, name)
 		w.send(e)
-		if o.op == fsnotify.Create && w.recursive && e.Type == sandboxapi.FileTypeDir {
-			err := w.add(sp, name)
-			if err == nil {
-				err = w.addTree(sp, name, true)
-			}
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				w.dropped = true // changes below it will be missed: tell the client to rescan
-			}
+		if err == nil {
+			err = w.addTree(sp, name, true)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			w.dropped = true // changes below it will be missed: tell the client to rescan
 		}
 	}
 }
