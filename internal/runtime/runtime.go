@@ -79,6 +79,10 @@ type Spec struct {
 const (
 	StatusRunning = "running"
 	StatusStopped = "stopped" // the engine has it, but sandboxd is not running
+	// StatusUnknown: the engine has it but could not say whether it runs,
+	// as containerd does when a busy shim is too slow to answer. Callers
+	// treat it as alive: only a stopped or missing sandbox is given up on.
+	StatusUnknown = "unknown"
 )
 
 // Sandbox is a created sandbox and how to reach its daemon.

@@ -132,7 +132,7 @@ func (s *Service) lookup(ctx context.Context, tenantID, id string) (*conn, error
 	if err != nil {
 		return nil, fmt.Errorf("look up sandbox %s in runtime %s: %w", id, rec.Runtime, err)
 	}
-	if sb.Status != runtime.StatusRunning {
+	if sb.Status == runtime.StatusStopped { // unknown: try it, the dial tells
 		return nil, errdefs.Wrap(errdefs.ErrBadGateway, nil,
 			fmt.Sprintf("sandbox %s is %s: its daemon is not running", id, sb.Status))
 	}

@@ -205,3 +205,56 @@ func TestWarmPool(t *testing.T) {
 		t.Errorf("env in the cold sandbox = %q; want %q", got, "s3")
 	}
 }
+
+// undecided is a runtime whose engine cannot tell whether one sandbox
+// runs, as containerd answers when that sandbox's shim is too busy (the
+// containerd runtime's own tests make a real shim do so).
+type undecided struct {
+	runtime.Runtime
+	id string
+}
+
+func (u undecided) mark(sb *runtime.Sandbox) *runtime.Sandbox {
+	if sb != nil && sb.ID == u.id {
+		c := *sb
+		c.Status = runtime.StatusUnknown
+		return &c
+	}
+	return sb
+}
+
+func (u undecided) Get(ctx context.Context, id string) (*runtime.Sandbox, error) {
+	sb, err := u.Runtime.Get(ctx, id)
+	return u.mark(sb), err
+}
+
+func (u undecided) List(ctx context.Context) ([]*runtime.Sandbox, error) {
+	all, err := u.Runtime.List(ctx)
+	for i := range all {
+		all[i] = u.mark(all[i])
+	}
+	return all, err
+}
+
+// TestReconcileUnknown: a sandbox whose status the engine cannot read is
+// neither deleted by Reconcile nor refused by the proxy.
+func TestReconcileUnknown(t *testing.T) {
+	e := sandboxestest.New(t, sandboxes.Options{})
+	tn := e.Tenant(t, "acme", 0)
+	ctx := testCtx(t)
+	sb := create(t, e, tn, cpapi.SandboxRequest{}, sandboxes.CreateOptions{})
+
+	opts := e.Options
+	opts.Runtimes = map[string]runtime.Runtime{"bwrap": undecided{e.Runtime, sb.ID}}
+	restarted := sandboxes.New(opts)
+	rep, err := restarted.Reconcile(ctx)
+	if err != nil || len(rep.Lost)+len(rep.Orphans)+len(rep.Stuck) != 0 {
+		t.Errorf("Reconcile = %+v, %v; want nothing done", rep, err)
+	}
+	if _, err := e.Runtime.Get(ctx, sb.ID); err != nil {
+		t.Errorf("runtime Get after Reconcile = %v; want the sandbox kept", err)
+	}
+	if err := restarted.Alive(ctx, tn, sb.ID); err != nil {
+		t.Errorf("Alive with an unknown status = %v; want its daemon reached", err)
+	}
+}

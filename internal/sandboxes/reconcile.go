@@ -102,6 +102,11 @@ func (s *Service) reconcileRuntime(ctx context.Context, name string, rt runtime.
 				continue
 			}
 			rep.Stuck = append(rep.Stuck, rec.ID)
+		case sb != nil && sb.Status == runtime.StatusUnknown:
+			// The engine could not tell (a busy containerd shim): a live
+			// sandbox must not be deleted on a guess; the next pass sees.
+			s.log.Warn("sandboxes: reconcile: the runtime cannot tell whether the sandbox runs; left alone",
+				"id", rec.ID, "runtime", name)
 		case sb == nil || sb.Status != runtime.StatusRunning:
 			var err error
 			if sb != nil { // stopped: the engine still has its remains

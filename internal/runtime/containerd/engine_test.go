@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,6 +191,66 @@ func TestOrphans(t *testing.T) {
 			t.Errorf("Get = %+v, %v; want stopped", got, err)
 		}
 	})
+	t.Run("shim not answering", func(t *testing.T) {
+		// A shim too busy to answer makes containerd report the task's
+		// status as UNKNOWN (after its state timeout); that must not read
+		// as stopped, or the reconciler would delete a live sandbox.
+		sb, _ := create(t, r, runtime.Spec{})
+		c, _ := r.conn(ctx)
+		nctx := withNamespace(ctx)
+		ctr, err := c.LoadContainer(nctx, sb.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := ctr.Task(nctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shim := parentPID(t, int(task.Pid()))
+		if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped := true
+		resume := func() {
+			if stopped {
+				syscall.Kill(shim, syscall.SIGCONT)
+				stopped = false
+			}
+		}
+		t.Cleanup(resume) // before the sandbox's own cleanup deletes it
+		if got, err := r.Get(ctx, sb.ID); err != nil || got.Status != runtime.StatusUnknown {
+			t.Errorf("Get with the shim stopped = %+v, %v; want unknown", got, err)
+		}
+		all, err := r.List(ctx)
+		if err != nil {
+			t.Fatalf("List with the shim stopped: %v", err)
+		}
+		for _, got := range all {
+			if got.ID == sb.ID && got.Status != runtime.StatusUnknown {
+				t.Errorf("List with the shim stopped has %s %s; want unknown", got.ID, got.Status)
+			}
+		}
+		resume()
+		if got, err := r.Get(ctx, sb.ID); err != nil || got.Status != runtime.StatusRunning {
+			t.Errorf("Get with the shim resumed = %+v, %v; want running", got, err)
+		}
+	})
+}
+
+// parentPID reads pid's parent from /proc.
+func parentPID(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command sits in parentheses and may hold spaces: skip past it.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	return ppid
 }
 
 func listed(t testing.TB, r *Runtime, id string) bool {

@@ -44,7 +44,7 @@ func (r *Runtime) Get(ctx context.Context, id string) (*runtime.Sandbox, error) 
 	if st == nil && rec == nil {
 		return nil, errdefs.NotFoundf("no sandbox %q", id)
 	}
-	status := tasktypes.Status_UNKNOWN
+	status := noTask
 	if rec != nil {
 		resp, err := c.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
 		switch {
@@ -91,11 +91,15 @@ func (r *Runtime) List(ctx context.Context) ([]*runtime.Sandbox, error) {
 		if id != recs[i].ID {
 			continue // not made by Create
 		}
-		out = append(out, r.join(byID[id], &recs[i], status[id]))
+		task, ok := status[id]
+		if !ok {
+			task = noTask
+		}
+		out = append(out, r.join(byID[id], &recs[i], task))
 		delete(byID, id)
 	}
 	for _, st := range byID {
-		out = append(out, r.join(st, nil, tasktypes.Status_UNKNOWN))
+		out = append(out, r.join(st, nil, noTask))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
@@ -106,14 +110,24 @@ func (r *Runtime) List(ctx context.Context) ([]*runtime.Sandbox, error) {
 	return out, nil
 }
 
+// noTask stands for a container without a task; containerd's own
+// Status_UNKNOWN means a task whose state could not be read.
+const noTask tasktypes.Status = -1
+
 // join makes the view of one sandbox from its state directory and its
 // container record, either of which may be missing (nil), and its task's
 // status. Running means the task runs; a missing container or task means
-// stopped.
+// stopped; a task whose state containerd could not read is unknown.
 func (r *Runtime) join(st *hoststate.Sandbox, rec *containers.Container, task tasktypes.Status) *runtime.Sandbox {
 	status := runtime.StatusStopped
-	if rec != nil && task == tasktypes.Status_RUNNING {
+	switch {
+	case rec == nil:
+	case task == tasktypes.Status_RUNNING:
 		status = runtime.StatusRunning
+	case task == tasktypes.Status_UNKNOWN:
+		// containerd reports a task whose shim did not answer in time
+		// as UNKNOWN; a missing task is passed here as noTask instead.
+		status = runtime.StatusUnknown
 	}
 	if st != nil {
 		return st.Runtime(status)
