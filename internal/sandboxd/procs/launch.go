@@ -2,6 +2,7 @@ package procs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/sandboxd/outlog"
@@ -69,7 +71,14 @@ func (m *Manager) launch(spec launchSpec, out sink) (*launched, error) {
 	var err error
 	if spec.pty != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-		l.ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.pty[0]), Cols: uint16(spec.pty[1])}, cmd.SysProcAttr)
+		var ptmx *os.File
+		ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Rows: uint16(spec.pty[0]), Cols: uint16(spec.pty[1])}, cmd.SysProcAttr)
+		if err == nil {
+			if l.ptmx, err = pollable(ptmx); err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
 		if err == nil {
 			l.outs = []*os.File{l.ptmx}
 		}
@@ -125,6 +134,24 @@ func (m *Manager) launch(spec launchSpec, out sink) (*launched, error) {
 		close(l.done)
 	}()
 	return l, nil
+}
+
+// pollable returns the terminal's master as a non-blocking file in Go's
+// poller, closing f. creack/pty leaves it blocking (its ioctls go through
+// Fd), and on a blocking file read deadlines do nothing: the drain after
+// exit would then wait for the last background child holding the
+// terminal (one that ignores SIGHUP, as under nohup) to end.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dup the terminal: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("make the terminal non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
 }
 
 func startReason(err error) string {

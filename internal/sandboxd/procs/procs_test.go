@@ -410,3 +410,23 @@ func TestPTYExitWithBackgroundChild(t *testing.T) {
 		t.Errorf("output = %q; want it to contain started", output(p))
 	}
 }
+
+// TestPTYExitWithNohupChild: a background child that ignores the hangup
+// keeps the terminal open after the process exits; the exit is still
+// reported (after the short drain), not when the child ends.
+func TestPTYExitWithNohupChild(t *testing.T) {
+	m := newManager(t)
+	p, err := m.Spawn(sandboxapi.SpawnRequest{Command: "sh", Args: []string{"-c", "trap '' HUP; sleep 60 & echo started"},
+		PTY: &sandboxapi.PTYSize{Rows: 24, Cols: 80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("process not reported exited while a child that ignores SIGHUP holds the terminal")
+	}
+	if !strings.Contains(output(p), "started") {
+		t.Errorf("output = %q; want it to contain started", output(p))
+	}
+}
