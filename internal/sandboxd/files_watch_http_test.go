@@ -56,7 +56,7 @@ func watchFS(t *testing.T, d *fsd, kv ...string) <-chan sseEvent {
 func waitEvent(t *testing.T, ch <-chan sseEvent, kind, path string) sseEvent {
 	t.Helper()
 	var seen []string
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(20 * time.Second)
 	for {
 		select {
 		case ev, ok := <-ch:
@@ -68,7 +68,7 @@ func waitEvent(t *testing.T, ch <-chan sseEvent, kind, path string) sseEvent {
 			}
 			seen = append(seen, ev.kind+" "+ev.data.Path)
 		case <-timeout:
-			t.Fatalf("no %s %s within 5s; saw %v", kind, path, seen)
+			t.Fatalf("no %s %s within 20s; saw %v", kind, path, seen)
 		}
 	}
 }
@@ -120,7 +120,7 @@ func TestFilesWatch(t *testing.T) {
 func eventsUntil(t *testing.T, ch <-chan sseEvent, path string) []sseEvent {
 	t.Helper()
 	var seen []sseEvent
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(20 * time.Second)
 	for {
 		select {
 		case ev, ok := <-ch:
@@ -132,7 +132,7 @@ func eventsUntil(t *testing.T, ch <-chan sseEvent, path string) []sseEvent {
 				return seen
 			}
 		case <-timeout:
-			t.Fatalf("no event for %s within 5s; saw %v", path, seen)
+			t.Fatalf("no event for %s within 20s; saw %v", path, seen)
 		}
 	}
 }

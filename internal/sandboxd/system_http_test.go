@@ -364,7 +364,7 @@ func TestSystemProxySSE(t *testing.T) {
 		if line != "data: first\n" {
 			t.Errorf("first line %q; want %q", line, "data: first\n")
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("the flushed event did not reach the client while the upstream streamed")
 	}
 	close(release)
@@ -531,7 +531,7 @@ func TestSystemProxyStreamEndsOnShutdown(t *testing.T) {
 	d.Server.Close()
 	select {
 	case <-ended:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("proxied stream still open 5s after the daemon closed")
+	case <-time.After(20 * time.Second):
+		t.Fatalf("proxied stream still open 20s after the daemon closed")
 	}
 }

@@ -122,7 +122,7 @@ func TestRealKillForkLoop(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("the loop survived Kill")
 	}
 }

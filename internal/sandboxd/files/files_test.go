@@ -151,13 +151,13 @@ func TestWatchOverflow(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // let the watch meet its full queue
 	var kinds []string
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(20 * time.Second)
 	for !slices.Contains(kinds, sandboxapi.FSEventOverflow) {
 		select {
 		case ev := <-w.Events():
 			kinds = append(kinds, ev.Kind)
 		case <-timeout:
-			t.Fatalf("no overflow within 5s; saw %v", kinds)
+			t.Fatalf("no overflow within 20s; saw %v", kinds)
 		}
 	}
 	if n := len(kinds); n > watchQueue+1 {

@@ -82,7 +82,7 @@ func TestReadWaitsAndEOF(t *testing.T) {
 	go l.Write(Stdout, []byte("x"))
 	select {
 	case <-c.Wait:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("wait channel not closed by Write")
 	}
 	c = l.Read(1, make([]byte, 4))
