@@ -26,6 +26,9 @@ func TestTwoReplicasRunEachJobOnce(t *testing.T) {
 	// looks like a dead replica: this test is about exclusive claims, not
 	// adoption (crash_test.go covers that).
 	o1.Lease, o2.Lease = 15*time.Second, 15*time.Second
+	// Likewise heartbeats: with the test's 100 ms beat, three probes that
+	// time out on a starved machine would fail a healthy job (seen once).
+	o1.HeartbeatMisses, o2.HeartbeatMisses = 30, 30
 	o2.Store, o2.Broker, o2.Sandboxes = st2, newBroker(t, st2), sb2
 	m1, _ := e.start(o1)
 	m2, _ := e.start(o2)
@@ -38,10 +41,15 @@ func TestTwoReplicasRunEachJobOnce(t *testing.T) {
 	ran := [2]int{}
 	for i, id := range ids {
 		j := e.final(m1, id)
+		evs := e.events(id)
 		if j.Status != cpapi.JobCompleted {
 			t.Errorf("job %d = %s %s", i, j.Status, j.StatusReason)
+			for _, ev := range evs {
+				if ev.Type == cpapi.EventJobState || ev.Type == cpapi.EventError {
+					t.Logf("job %d: %s %s", i, ev.Type, ev.Data)
+				}
+			}
 		}
-		evs := e.events(id)
 		if n := countState(t, evs, "creating>running"); n != 1 {
 			t.Errorf("job %d entered running %d times; want 1", i, n)
 		}
