@@ -29,6 +29,7 @@ type session struct {
 	env     []string // the desktop's environment, with DISPLAY
 	dir     string   // the session's own files (0700): fluxbox settings, the VNC socket; removed at the end
 	x       *xconn
+	lock    *displayLock // the display number's claim; nil until made
 	xvfb    *child
 	wm      *child // nil without a window manager
 	vnc     *child // nil without a VNC server
@@ -73,15 +74,7 @@ func (d *Desktop) startSession(ctx context.Context, cfg screen) (_ *session, err
 		}
 	}
 	if vnc, err := d.lookPath("x11vnc"); err == nil {
-		err := s.startVNC(ctx, vnc)
-		if err != nil && ctx.Err() == nil && !s.xDone() {
-			// x11vnc can lose its first connection to a server that is
-			// still settling (seen on busy hosts running many displays);
-			// the X server is fine, so try once more.
-			d.log.Info("desktop: retrying the VNC server", "err", err)
-			err = s.startVNC(ctx, vnc)
-		}
-		if err != nil {
+		if err := s.startVNC(ctx, vnc); err != nil {
 			d.log.Warn("desktop: no VNC server", "err", err)
 		}
 	}
@@ -89,30 +82,23 @@ func (d *Desktop) startSession(ctx context.Context, cfg screen) (_ *session, err
 	return s, nil
 }
 
-// xDone reports whether the X server has exited.
-func (s *session) xDone() bool {
-	select {
-	case <-s.xvfb.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// startX starts Xvfb on the first free display and waits until it
-// accepts connections: with -displayfd it writes the display number to a
-// pipe once it is ready.
+// startX starts Xvfb on the first free display (see displaylock.go) and
+// waits until it accepts connections: with -displayfd it writes the
+// display number to a pipe once it is ready.
 func (s *session) startX(ctx context.Context) error {
 	bin, err := s.d.lookPath("Xvfb")
 	if err != nil {
 		return errdefs.Wrap(errdefs.ErrNotFound, err, "Xvfb is not installed")
+	}
+	if s.lock, err = claimDisplay(); err != nil {
+		return err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("desktop: displayfd pipe: %w", err)
 	}
 	defer r.Close()
-	cmd := exec.Command(bin, "-displayfd", "3",
+	cmd := exec.Command(bin, ":"+strconv.Itoa(s.lock.n), "-displayfd", "3",
 		"-screen", "0", fmt.Sprintf("%dx%dx%d", s.cfg.width, s.cfg.height, s.cfg.depth),
 		"-dpi", strconv.Itoa(s.cfg.dpi),
 		// Only the socket in /tmp/.X11-unix, which is the sandbox's own:
@@ -125,6 +111,9 @@ func (s *session) startX(ctx context.Context) error {
 	s.xvfb, err = s.spawn("Xvfb", cmd, w)
 	if err != nil {
 		return err
+	}
+	if err := s.lock.handOver(s.xvfb.pid); err != nil {
+		s.d.log.Warn("desktop: the display's lock still names this daemon", "err", err)
 	}
 	type result struct {
 		line string
@@ -144,7 +133,7 @@ func (s *session) startX(ctx context.Context) error {
 		return errdefs.Wrap(errdefs.ErrTimeout, ctx.Err(), "the X server did not start in time")
 	}
 	n, convErr := strconv.Atoi(strings.TrimSpace(res.line))
-	if convErr != nil || n < 0 {
+	if convErr != nil || n != s.lock.n {
 		<-s.xvfb.done // it closed the pipe: it is exiting
 		<-s.xvfb.outDone
 		return errdefs.Wrap(errdefs.ErrUnavailable, fmt.Errorf("x server exited: %v", s.xvfb.err),
@@ -268,6 +257,9 @@ func (s *session) shutdown() {
 	}
 	if s.xvfb != nil {
 		s.xvfb.stop(grace)
+	}
+	if s.lock != nil {
+		s.lock.release()
 	}
 	if s.dir != "" {
 		if err := os.RemoveAll(s.dir); err != nil {
