@@ -46,8 +46,10 @@ Tenant secrets (corral secret) are encrypted with the key in
 CORRAL_SECRETS_KEY (base64 of 32 bytes: openssl rand -base64 32) or, when it
 is unset, in secrets.key in --data-dir, made on first start. Without that
 key the secrets cannot be decrypted: back it up, and give every replica
-sharing a database the same CORRAL_SECRETS_KEY. Pull requests go to
-api.github.com, or to the GitHub Enterprise API in CORRAL_GITHUB_API_URL.`,
+sharing a database the same CORRAL_SECRETS_KEY. Pull requests go to the
+repository's forge: github.com, gitlab.com and codeberg.org as they are;
+self-hosted ones at CORRAL_GITHUB_API_URL (GitHub Enterprise),
+CORRAL_GITLAB_URL or CORRAL_GITEA_URL (comma-separated lists).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)

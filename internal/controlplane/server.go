@@ -94,7 +94,9 @@ type Config struct {
 	// builtin agent is unavailable and its jobs are refused (422).
 	LLM registry.Config
 	// Forge opens repository jobs' pull requests (forge.ConfigFromEnv()
-	// in corral up: GitHub, or GitHub Enterprise at CORRAL_GITHUB_API_URL).
+	// in corral up: GitHub, GitLab and Codeberg, and the self-hosted
+	// instances in CORRAL_GITHUB_API_URL, CORRAL_GITLAB_URL and
+	// CORRAL_GITEA_URL).
 	Forge forge.Config
 	// AgentBudget limits every agent job (model calls, tokens).
 	AgentBudget agent.Budget

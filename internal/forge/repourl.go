@@ -11,13 +11,35 @@ import (
 
 // Repo names a repository on a forge.
 type Repo struct {
-	Host  string // lowercase, with a port if the URL had one
+	Host string // lowercase, with a port if the URL had one
+	// Owner is the user or organization, or on GitLab the namespace:
+	// "group/subgroup" for a project in a subgroup.
 	Owner string
 	Name  string // without ".git"
 }
 
-// FullName is "owner/name".
+// FullName is "owner/name" ("group/subgroup/name" on GitLab).
 func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
+
+// nested reports whether the owner is a namespace of several levels,
+// which only GitLab has.
+func (r Repo) nested() bool { return strings.Contains(r.Owner, "/") }
+
+// within is r with root, the path a forge is served under
+// (https://host/root/), removed from the front of its owner.
+func (r Repo) within(root string) Repo {
+	root = strings.Trim(root, "/")
+	if root == "" {
+		return r
+	}
+	if rest, ok := strings.CutPrefix(r.Owner, root+"/"); ok {
+		r.Owner = rest
+	}
+	return r
+}
+
+// maxGroupDepth is how many levels of groups GitLab nests at most.
+const maxGroupDepth = 20
 
 var (
 	validOwner = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$`)
@@ -32,10 +54,11 @@ var (
 //	git@github.com:owner/name.git           scp-like
 //	git://host/owner/name.git
 //
-// on github.com or any other host (GitHub Enterprise). The path must be
-// exactly owner/name: anything else (extra segments, "..", escapes, a query,
-// a local path) is ErrInvalid, since owner and name end up in API paths.
-// Messages show the URL without its credentials.
+// on github.com or any other host. The path must be owner/name, or on hosts
+// other than github.com group/subgroup/name (GitLab's nested groups, up to
+// 20 levels): anything else (a segment that is not a name, "..", escapes, a
+// query, a local path) is ErrInvalid, since owner and name end up in API
+// paths. Messages show the URL without its credentials.
 func ParseRepoURL(raw string) (Repo, error) {
 	shown := showURL(raw)
 	bad := func(why string) (Repo, error) {
@@ -85,20 +108,26 @@ func ParseRepoURL(raw string) (Repo, error) {
 	if !validHost.MatchString(host) {
 		return bad("bad host")
 	}
+	host = strings.ToLower(host)
 	path = strings.TrimPrefix(path, "/")
 	path = strings.TrimSuffix(path, "/")
-	owner, name, ok := strings.Cut(path, "/")
-	if !ok || strings.Contains(name, "/") {
-		return bad("the path must be owner/name")
-	}
-	name = strings.TrimSuffix(name, ".git")
+	segs := strings.Split(path, "/")
 	switch {
-	case !validOwner.MatchString(owner) || owner == "." || owner == "..":
-		return bad("bad owner")
-	case !validName.MatchString(name) || name == "." || name == "..":
+	case len(segs) < 2, len(segs) > 2 && (host == "github.com" || strings.HasPrefix(host, "github.com:")):
+		return bad("the path must be owner/name")
+	case len(segs) > maxGroupDepth+1:
+		return bad("the path must be owner/name or group/subgroup/name")
+	}
+	name := strings.TrimSuffix(segs[len(segs)-1], ".git")
+	for _, owner := range segs[:len(segs)-1] {
+		if !validOwner.MatchString(owner) || owner == "." || owner == ".." {
+			return bad("bad owner")
+		}
+	}
+	if !validName.MatchString(name) || name == "." || name == ".." {
 		return bad("bad repository name")
 	}
-	return Repo{Host: strings.ToLower(host), Owner: owner, Name: name}, nil
+	return Repo{Host: host, Owner: strings.Join(segs[:len(segs)-1], "/"), Name: name}, nil
 }
 
 // showURL is raw without credentials, quoted and cut for messages.

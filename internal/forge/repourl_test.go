@@ -30,6 +30,11 @@ func TestParseRepoURL(t *testing.T) {
 		{"https://127.0.0.1:8080/acme/app.git", "127.0.0.1:8080", "acme", "app"},
 		{"https://github.com/acme/app.git.git", "github.com", "acme", "app.git"},
 		{"https://github.com/octo_emu/app", "github.com", "octo_emu", "app"},
+		// GitLab's nested groups, anywhere but on github.com
+		{"https://gitlab.example.com/group/sub/repo.git", "gitlab.example.com", "group/sub", "repo"},
+		{"git@gitlab.com:group/sub/deeper/my.repo.git", "gitlab.com", "group/sub/deeper", "my.repo"},
+		{"ssh://git@gitlab.example.com:2222/group/sub/repo.git", "gitlab.example.com:2222", "group/sub", "repo"},
+		{"https://gitlab.example.com/" + strings.Repeat("g/", 20) + "repo", "gitlab.example.com", strings.TrimSuffix(strings.Repeat("g/", 20), "/"), "repo"},
 	} {
 		r, err := forge.ParseRepoURL(tc.in)
 		if err != nil || r.Host != tc.host || r.Owner != tc.owner || r.Name != tc.name {
@@ -79,6 +84,13 @@ func TestParseRepoURLHostile(t *testing.T) {
 		"git@:acme/app",
 		"git@github.com:../../etc/passwd",
 		"C:\\repos\\acme\\app",
+		"https://github.com/acme/team/app",
+		"ssh://git@github.com:22/acme/team/app.git",
+		"https://gitlab.example.com/group/../repo",
+		"https://gitlab.example.com/group/-/merge_requests",
+		"https://gitlab.example.com//group/repo",
+		"https://gitlab.example.com/group//repo",
+		"https://gitlab.example.com/" + strings.Repeat("g/", 21) + "repo",
 	} {
 		r, err := forge.ParseRepoURL(in)
 		if !errors.Is(err, errdefs.ErrInvalid) {

@@ -1,24 +1,22 @@
-// Package forgetest is a stand-in for the GitHub REST API in tests: an HTTP
-// server on 127.0.0.1 speaking GitHub's wire format for exactly the calls
+// Package forgetest stands in for the forges' REST APIs in tests: an HTTP
+// server on 127.0.0.1 speaking the wire format of GitHub (Start), GitLab
+// (StartGitLab) or Gitea and Forgejo (StartGitea) for exactly the calls
 // Corral makes (get a repository, create and list pull requests), so the
-// real go-github client, and internal/forge over it, run unchanged.
+// real client libraries, and internal/forge over them, run unchanged.
 //
-// It serves the API both at its root (/repos/...) as api.github.com does,
-// and under /api/v3/ as a GitHub Enterprise Server does (what go-github's
-// WithEnterpriseURLs adds): give Server.URL as the API URL either way.
-// Every request must bear the server's token (Authorization: Bearer or
-// token), else it gets GitHub's 401. Tests script failures (Fail: the next
-// call of a kind answers 422, 500, a rate limit, or drops the connection)
-// and assert on what was created (PRs) and called (Calls).
+// Every request must bear the server's token the way its forge takes it,
+// else it gets that forge's 401. Tests script failures (Fail: the next call
+// of a kind answers 422, 500, a rate limit, or drops the connection) and
+// assert on what was created (PRs) and called (Calls). The servers differ
+// only in their wire format (a dialect); what they hold and how it is
+// scripted is shared.
 package forgetest
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,119 +30,170 @@ const DefaultToken = "ghp_forgetestTOKEN0123456789abcdefghijklmn"
 // Call is a kind of API call.
 type Call string
 
-// The calls the server answers.
+// The calls the servers answer, in GitHub's paths; the GitLab and Gitea
+// servers count their own paths for the same calls under the same names.
 const (
 	CallGetRepo  Call = "get-repo"  // GET /repos/{owner}/{repo}
 	CallListPRs  Call = "list-prs"  // GET /repos/{owner}/{repo}/pulls
 	CallCreatePR Call = "create-pr" // POST /repos/{owner}/{repo}/pulls
+	CallVersion  Call = "version"   // Gitea's GET /api/v1/version, which needs no token
 )
 
-// Options configure Start.
+// Options configure a server.
 type Options struct {
 	// Token is what every request must bear; DefaultToken when "".
 	Token string
-	// Repos exist from the start ("owner/name", default branch main).
+	// Repos exist from the start ("owner/name", or on GitLab
+	// "group/subgroup/name"; default branch main).
 	Repos []string
 }
 
 // Failure is a scripted answer to one call.
 type Failure struct {
 	Status  int    // HTTP status, e.g. 422, 500
-	Message string // GitHub's "message"; the status text when ""
+	Message string // the forge's message; its usual one for Status when ""
 	// Errors are GitHub's validation details ({"resource","code","field","message"}).
 	Errors []ErrorDetail
-	// RateLimited sends X-RateLimit-Remaining: 0 (with 403: GitHub's
-	// primary rate limit).
+	// RateLimited sends the headers of an exhausted rate limit (with 403:
+	// GitHub's primary rate limit).
 	RateLimited bool
 	// Drop closes the connection without answering (a network failure).
 	Drop bool
 	// Commit carries the call out before failing: the effect happens, the
-	// answer is lost (a crash or a timeout after GitHub acted).
+	// answer is lost (a crash or a timeout after the forge acted).
 	Commit bool
 }
 
-// ErrorDetail is one entry of a GitHub error's "errors".
-type ErrorDetail struct {
-	Resource string `json:"resource,omitempty"`
-	Code     string `json:"code,omitempty"`
-	Field    string `json:"field,omitempty"`
-	Message  string `json:"message,omitempty"`
-}
-
-// NoCommits is GitHub's answer to a pull request whose head has nothing
-// the base lacks.
-func NoCommits(base, head string) Failure {
-	return Failure{Status: http.StatusUnprocessableEntity, Message: "Validation Failed", Errors: []ErrorDetail{
-		{Resource: "PullRequest", Code: "custom", Message: fmt.Sprintf("No commits between %s and %s", base, head)}}}
-}
-
-// PR is a pull request the server holds.
+// PR is a pull request (on GitLab, a merge request) the server holds.
 type PR struct {
-	Repo      string // "owner/name"
-	Number    int
+	Repo      string // "owner/name" ("group/subgroup/name")
+	Number    int    // GitLab's iid
 	Title     string
-	Body      string
+	Body      string // GitLab's description
 	Head      string // the branch
 	HeadOwner string // the owner of the head branch's repository
 	Base      string
 	Draft     bool
-	State     string // "open" or "closed"
+	State     string // "open" or "closed", whatever the forge calls them
 	HTMLURL   string
 	CreatedAt time.Time
 }
+
+// repoCreated is when every repository was created.
+const repoCreated = "2024-01-02T03:04:05Z"
+
+// stamp is when p was created, as the APIs write times.
+func (p *PR) stamp() string { return p.CreatedAt.Format(time.RFC3339) }
 
 type repo struct {
 	owner, name, defaultBranch string
 	id                         int
 }
 
-// Server is a running fake GitHub API. It is safe for concurrent use.
+func (rp *repo) fullName() string { return rp.owner + "/" + rp.name }
+
+// dialect is a forge's wire format: its routes, how requests carry the
+// token and name the repository, and how its answers read. Its methods run
+// with Server.mu held, except routes.
+type dialect interface {
+	// routes adds the forge's calls, wrapped by Server.handle, to mux, and
+	// returns the server's handler.
+	routes(mux *http.ServeMux) http.Handler
+	// token is the token r bears, "" for none.
+	token(r *http.Request) string
+	// repoKey is the lowercase full name of the repository r addresses.
+	repoKey(r *http.Request) string
+	// deny answers r, which lacks the right token.
+	deny(w http.ResponseWriter, r *http.Request)
+	// fail answers with a failure: a scripted one, or a 404 for a
+	// repository the server lacks.
+	fail(w http.ResponseWriter, f Failure)
+	// refuse answers a request for want, a pull request on rp whose head
+	// is its base (dup nil) or that is open already (dup).
+	refuse(w http.ResponseWriter, rp *repo, want, dup *PR)
+	// webURL is the page of p.
+	webURL(p *PR) string
+	// prJSON is p as the forge's API shows it.
+	prJSON(p *PR, rp *repo) map[string]any
+}
+
+// Server is a running fake forge API. It is safe for concurrent use.
 type Server struct {
 	// URL is the server's base URL, http://127.0.0.1:port.
 	URL string
 	srv *httptest.Server
+	d   dialect
+
+	resets string // when the rate limit renews, in Unix seconds: an hour after the start
 
 	mu       sync.Mutex // guards everything below
 	token    string
-	repos    map[string]*repo // by lowercase "owner/name"
+	repos    map[string]*repo // by lowercase full name
 	prs      []*PR
 	nextNum  map[string]int // per repository
 	failures map[Call][]Failure
 	calls    map[Call]int
 }
 
-// Start starts a server and stops it when the test ends.
-func Start(t testing.TB, opts Options) *Server {
+// start starts a server speaking the dialect d makes, and stops it when
+// the test ends.
+func start(t testing.TB, opts Options, d func(*Server) dialect) *Server {
 	t.Helper()
 	s := &Server{token: opts.Token, repos: map[string]*repo{}, nextNum: map[string]int{},
-		failures: map[Call][]Failure{}, calls: map[Call]int{}}
+		failures: map[Call][]Failure{}, calls: map[Call]int{}, resets: strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)}
+	s.d = d(s)
 	if s.token == "" {
 		s.token = DefaultToken
 	}
 	for _, r := range opts.Repos {
 		s.AddRepo(r, "main")
 	}
-	mux := http.NewServeMux()
-	for _, prefix := range []string{"", "/api/v3"} {
-		mux.HandleFunc("GET "+prefix+"/repos/{owner}/{repo}", s.handle(CallGetRepo, s.getRepo))
-		mux.HandleFunc("GET "+prefix+"/repos/{owner}/{repo}/pulls", s.handle(CallListPRs, s.listPRs))
-		mux.HandleFunc("POST "+prefix+"/repos/{owner}/{repo}/pulls", s.handle(CallCreatePR, s.createPR))
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "Not Found", nil)
-	})
-	s.srv = httptest.NewServer(mux) // 127.0.0.1:0
+	s.srv = httptest.NewServer(s.d.routes(http.NewServeMux())) // 127.0.0.1:0
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
 	return s
 }
 
-// AddRepo makes repository fullName ("owner/name") exist.
+// The servers, one per forge's wire format.
+
+// Start starts a fake GitHub API and stops it when the test ends.
+//
+// It serves the API both at its root (/repos/...) as api.github.com does,
+// and under /api/v3/ as a GitHub Enterprise Server does (what go-github's
+// WithEnterpriseURLs adds): give Server.URL as the API URL either way.
+// Requests bear the token as "Authorization: Bearer" or "token".
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	return start(t, opts, func(s *Server) dialect { return github{s} })
+}
+
+// StartGitLab starts a fake GitLab REST API (v4) and stops it when the test
+// ends; give Server.URL as the instance's URL. Projects are addressed by
+// their URL-encoded full path (acme%2Fapp) or their id; requests bear the
+// token as PRIVATE-TOKEN or "Authorization: Bearer". A merge request's
+// Number is its iid; its state reads "opened" and "closed".
+func StartGitLab(t testing.TB, opts Options) *Server {
+	t.Helper()
+	return start(t, opts, func(s *Server) dialect { return gitlab{s} })
+}
+
+// StartGitea starts a fake Gitea API (/api/v1, which Forgejo shares) and
+// stops it when the test ends; give Server.URL as the server's URL. Requests
+// bear the token as "Authorization: token" or "Bearer"; /api/v1/version
+// needs none, as on Gitea.
+func StartGitea(t testing.TB, opts Options) *Server {
+	t.Helper()
+	return start(t, opts, func(s *Server) dialect { return gitea{s} })
+}
+
+// AddRepo makes repository fullName ("owner/name", "group/sub/name")
+// exist.
 func (s *Server) AddRepo(fullName, defaultBranch string) {
-	owner, name, _ := strings.Cut(fullName, "/")
+	i := strings.LastIndex(fullName, "/")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.repos[strings.ToLower(fullName)] = &repo{owner: owner, name: name, defaultBranch: defaultBranch, id: len(s.repos) + 1}
+	s.repos[strings.ToLower(fullName)] = &repo{owner: fullName[:max(i, 0)], name: fullName[i+1:],
+		defaultBranch: defaultBranch, id: len(s.repos) + 1}
 }
 
 // SetToken changes the token requests must bear.
@@ -199,214 +248,141 @@ func (s *Server) handle(c Call, h func(w http.ResponseWriter, r *http.Request, r
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.calls[c]++
-		auth := r.Header.Get("Authorization")
-		scheme, tok, _ := strings.Cut(auth, " ")
-		switch {
-		case auth == "":
-			writeError(w, http.StatusUnauthorized, "Requires authentication", nil)
-			return
-		case !strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token"), tok != s.token:
-			writeError(w, http.StatusUnauthorized, "Bad credentials", nil)
+		if s.d.token(r) != s.token {
+			s.d.deny(w, r)
 			return
 		}
+		rp := s.repos[s.d.repoKey(r)]
 		if q := s.failures[c]; len(q) > 0 {
 			f := q[0]
 			s.failures[c] = q[1:]
-			if rp := s.repo(r); f.Commit && rp != nil {
+			if f.Commit && rp != nil {
 				h(httptest.NewRecorder(), r, rp)
 			}
-			s.fail(w, f)
+			if f.Drop && drop(w) {
+				return
+			}
+			s.d.fail(w, f)
 			return
 		}
-		rp := s.repo(r)
 		if rp == nil {
-			writeError(w, http.StatusNotFound, "Not Found", nil)
+			s.d.fail(w, Failure{Status: http.StatusNotFound})
 			return
 		}
 		h(w, r, rp)
 	}
 }
 
-// repo is the request's repository, nil if unknown. s.mu is held.
-func (s *Server) repo(r *http.Request) *repo {
-	return s.repos[strings.ToLower(r.PathValue("owner")+"/"+r.PathValue("repo"))]
+// drop closes the connection without an answer.
+func drop(w http.ResponseWriter) bool {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }
 
-func (s *Server) fail(w http.ResponseWriter, f Failure) {
-	if f.Drop {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			conn.Close()
-			return
-		}
+// create opens a pull request on rp from want's Title, Body, Draft, Base
+// and Head ("owner:branch" for a fork's) and returns it for the caller to
+// answer with; or it refuses it, answering, and returns nil: when its head
+// is its base in the same repository, or when one is open already from the
+// same head into the same base. s.mu is held.
+func (s *Server) create(w http.ResponseWriter, rp *repo, want PR) *PR {
+	want.HeadOwner = rp.owner
+	if o, b, ok := strings.Cut(want.Head, ":"); ok {
+		want.HeadOwner, want.Head = o, b
 	}
-	if f.RateLimited {
-		w.Header().Set("X-RateLimit-Remaining", "0")
+	full := rp.fullName()
+	if want.Head == want.Base && strings.EqualFold(want.HeadOwner, rp.owner) {
+		s.d.refuse(w, rp, &want, nil)
+		return nil
 	}
-	msg := f.Message
-	if msg == "" {
-		msg = http.StatusText(f.Status)
-	}
-	writeError(w, f.Status, msg, f.Errors)
-}
-
-func (s *Server) getRepo(w http.ResponseWriter, r *http.Request, rp *repo) {
-	writeJSON(w, http.StatusOK, s.repoJSON(rp))
-}
-
-func (s *Server) listPRs(w http.ResponseWriter, r *http.Request, rp *repo) {
-	q := r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
-	perPage, _ := strconv.Atoi(q.Get("per_page"))
-	if perPage <= 0 || perPage > 100 {
-		perPage = 30
-	}
-	page, _ := strconv.Atoi(q.Get("page"))
-	if page <= 0 {
-		page = 1
-	}
-	// GitHub lists newest first; head filters by "owner:branch" (a head
-	// without the owner part filters nothing here).
-	out := []map[string]any{}
-	for _, p := range slices.Backward(s.prs) {
-		if p.Repo != rp.owner+"/"+rp.name || (state != "all" && p.State != state) {
-			continue
-		}
-		if h := q.Get("head"); h != "" {
-			owner, branch, ok := strings.Cut(h, ":")
-			if ok && (!strings.EqualFold(owner, p.HeadOwner) || branch != p.Head) {
-				continue
-			}
-		}
-		if b := q.Get("base"); b != "" && b != p.Base {
-			continue
-		}
-		out = append(out, s.prJSON(p, rp))
-	}
-	lo := min((page-1)*perPage, len(out))
-	writeJSON(w, http.StatusOK, out[lo:min(lo+perPage, len(out))])
-}
-
-type newPR struct {
-	Title               *string `json:"title"`
-	Head                *string `json:"head"`
-	Base                *string `json:"base"`
-	Body                *string `json:"body"`
-	Draft               *bool   `json:"draft"`
-	MaintainerCanModify *bool   `json:"maintainer_can_modify"`
-	HeadRepo            *string `json:"head_repo"`
-	Issue               *int    `json:"issue"`
-}
-
-func (s *Server) createPR(w http.ResponseWriter, r *http.Request, rp *repo) {
-	var in newPR
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-	if err != nil || json.Unmarshal(data, &in) != nil {
-		writeError(w, http.StatusBadRequest, "Problems parsing JSON", nil)
-		return
-	}
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"title", in.Title}, {"head", in.Head}, {"base", in.Base}} {
-		if f.v == nil || *f.v == "" {
-			writeError(w, http.StatusUnprocessableEntity, "Validation Failed",
-				[]ErrorDetail{{Resource: "PullRequest", Code: "missing_field", Field: f.name}})
-			return
-		}
-	}
-	headOwner, head := rp.owner, *in.Head
-	if o, b, ok := strings.Cut(head, ":"); ok {
-		headOwner, head = o, b
-	}
-	if head == *in.Base && strings.EqualFold(headOwner, rp.owner) {
-		writeError(w, http.StatusUnprocessableEntity, "Validation Failed", []ErrorDetail{
-			{Resource: "PullRequest", Code: "custom", Message: fmt.Sprintf("No commits between %s and %s", *in.Base, head)}})
-		return
-	}
-	full := rp.owner + "/" + rp.name
 	for _, p := range s.prs {
-		if p.Repo == full && p.State == "open" && p.Head == head && strings.EqualFold(p.HeadOwner, headOwner) && p.Base == *in.Base {
-			writeError(w, http.StatusUnprocessableEntity, "Validation Failed", []ErrorDetail{
-				{Resource: "PullRequest", Code: "custom", Message: fmt.Sprintf("A pull request already exists for %s:%s.", headOwner, head)}})
-			return
+		if p.Repo == full && p.State == "open" && p.Head == want.Head && strings.EqualFold(p.HeadOwner, want.HeadOwner) && p.Base == want.Base {
+			s.d.refuse(w, rp, &want, p)
+			return nil
 		}
 	}
 	s.nextNum[full]++
-	p := &PR{Repo: full, Number: s.nextNum[full], Title: *in.Title, Head: head, HeadOwner: headOwner, Base: *in.Base,
-		State: "open", CreatedAt: time.Now().UTC().Truncate(time.Second)}
-	if in.Body != nil {
-		p.Body = *in.Body
-	}
-	if in.Draft != nil {
-		p.Draft = *in.Draft
-	}
-	p.HTMLURL = fmt.Sprintf("%s/%s/pull/%d", s.URL, full, p.Number)
+	p := &want
+	p.Repo, p.Number, p.State, p.CreatedAt = full, s.nextNum[full], "open", time.Now().UTC().Truncate(time.Second)
+	p.HTMLURL = s.d.webURL(p)
 	s.prs = append(s.prs, p)
-	w.Header().Set("Location", s.apiURL(r, fmt.Sprintf("/repos/%s/pulls/%d", full, p.Number)))
-	writeJSON(w, http.StatusCreated, s.prJSON(p, rp))
+	return p
 }
 
-// apiURL is the API URL of path, under the prefix the request used.
-func (s *Server) apiURL(r *http.Request, path string) string {
-	if strings.HasPrefix(r.URL.Path, "/api/v3/") {
-		return s.URL + "/api/v3" + path
+// listing is how a forge lists pull requests.
+type listing struct {
+	state     string         // "open", "closed" or "all"
+	keep      func(*PR) bool // nil keeps all
+	sizeKey   string         // the page size parameter: per_page or limit
+	def, most int            // the default and the largest page size
+	// headers adds the forge's paging headers, if it has any.
+	headers func(h http.Header, p paging)
+}
+
+// paging is where a page is in a listing.
+type paging struct {
+	page, size, pages, total int
+}
+
+// list answers with the pull requests of rp that l selects, newest first,
+// in the page the query asks for. s.mu is held.
+func (s *Server) list(w http.ResponseWriter, r *http.Request, rp *repo, l listing) {
+	var prs []*PR
+	for i := len(s.prs) - 1; i >= 0; i-- {
+		p := s.prs[i]
+		if p.Repo == rp.fullName() && (l.state == "all" || p.State == l.state) && (l.keep == nil || l.keep(p)) {
+			prs = append(prs, p)
+		}
 	}
-	return s.URL + path
-}
-
-func (s *Server) repoJSON(rp *repo) map[string]any {
-	full := rp.owner + "/" + rp.name
-	return map[string]any{
-		"id": rp.id, "node_id": fmt.Sprintf("R_%d", rp.id), "name": rp.name, "full_name": full,
-		"private": false, "visibility": "public", "fork": false,
-		"owner":          map[string]any{"login": rp.owner, "id": 1, "type": "User"},
-		"html_url":       s.URL + "/" + full,
-		"clone_url":      s.URL + "/" + full + ".git",
-		"url":            s.URL + "/repos/" + full,
-		"default_branch": rp.defaultBranch,
+	q := r.URL.Query()
+	pg := paging{total: len(prs)}
+	if pg.size, _ = strconv.Atoi(q.Get(l.sizeKey)); pg.size <= 0 || pg.size > l.most {
+		pg.size = min(l.def, l.most)
 	}
-}
-
-func (s *Server) prJSON(p *PR, rp *repo) map[string]any {
-	ts := p.CreatedAt.Format(time.RFC3339)
-	return map[string]any{
-		"id": 1000 + p.Number, "node_id": fmt.Sprintf("PR_%d", p.Number), "number": p.Number,
-		"state": p.State, "locked": false, "title": p.Title, "body": p.Body, "draft": p.Draft, "merged": false,
-		"html_url": p.HTMLURL, "diff_url": p.HTMLURL + ".diff",
-		"url":        fmt.Sprintf("%s/repos/%s/pulls/%d", s.URL, p.Repo, p.Number),
-		"user":       map[string]any{"login": p.HeadOwner, "id": 1, "type": "User"},
-		"head":       map[string]any{"label": p.HeadOwner + ":" + p.Head, "ref": p.Head, "sha": strings.Repeat("0", 40), "repo": s.repoJSON(rp)},
-		"base":       map[string]any{"label": rp.owner + ":" + p.Base, "ref": p.Base, "sha": strings.Repeat("0", 40), "repo": s.repoJSON(rp)},
-		"created_at": ts, "updated_at": ts,
+	pg.page, _ = strconv.Atoi(q.Get("page"))
+	pg.page = max(pg.page, 1)
+	pg.pages = max((len(prs)+pg.size-1)/pg.size, 1)
+	if l.headers != nil {
+		l.headers(w.Header(), pg)
 	}
+	lo := min((pg.page-1)*pg.size, len(prs))
+	out := []map[string]any{}
+	for _, p := range prs[lo:min(lo+pg.size, len(prs))] {
+		out = append(out, s.d.prJSON(p, rp))
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
-// writeJSON answers as GitHub does, rate-limit headers included.
+// authToken is the token r's Authorization header gives under one of
+// schemes ("Bearer", "token"), "" for none.
+func authToken(r *http.Request, schemes ...string) string {
+	scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	for _, sc := range schemes {
+		if strings.EqualFold(scheme, sc) {
+			return tok
+		}
+	}
+	return ""
+}
+
+// ownerRepo is the lowercase "owner/repo" of a path
+// /repos/{owner}/{repo}/..., GitHub's and Gitea's.
+func ownerRepo(r *http.Request) string {
+	return strings.ToLower(r.PathValue("owner") + "/" + r.PathValue("repo"))
+}
+
+// readJSON reads a JSON request body into v.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	return err == nil && json.Unmarshal(data, v) == nil
+}
+
+// writeJSON writes v as a JSON answer with the headers already set.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("X-GitHub-Media-Type", "github.v3; format=json")
-	h.Set("X-GitHub-Request-Id", "0000:0000:0000000:0000000:00000000")
-	h.Set("X-RateLimit-Limit", "5000")
-	if h.Get("X-RateLimit-Remaining") == "" {
-		h.Set("X-RateLimit-Remaining", "4999")
-	}
-	h.Set("X-RateLimit-Used", "1")
-	h.Set("X-RateLimit-Resource", "core")
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError is GitHub's error body: message, errors, documentation_url
-// and the status as a string.
-func writeError(w http.ResponseWriter, status int, msg string, errs []ErrorDetail) {
-	body := map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": strconv.Itoa(status)}
-	if len(errs) > 0 {
-		body["errors"] = errs
-	}
-	writeJSON(w, status, body)
 }
