@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	gitlab "gitlab.com/gitlab-org/api/client-go"
+	"golang.org/x/oauth2"
 
 	"github.com/corral-sh/corral/internal/forge/forgetest"
 )
@@ -66,7 +67,8 @@ func TestClientGo(t *testing.T) {
 			t.Errorf("List page 2 of 2 read %+v; want GitLab's paging headers", resp)
 		}
 	}
-	bearer, err := gitlab.NewOAuthClient(forgetest.DefaultToken, gitlab.WithBaseURL(s.URL))
+	bearer, err := gitlab.NewAuthSourceClient(gitlab.OAuthTokenSource{
+		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: forgetest.DefaultToken})}, gitlab.WithBaseURL(s.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
