@@ -3,6 +3,7 @@ package containerd
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,16 +173,7 @@ func TestOrphans(t *testing.T) {
 	})
 	t.Run("task stopped", func(t *testing.T) {
 		sb, _ := create(t, r, runtime.Spec{})
-		c, _ := r.conn(ctx)
-		nctx := withNamespace(ctx)
-		ctr, err := c.LoadContainer(nctx, sb.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, err := ctr.Task(nctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		task, nctx := taskOf(t, r, sb.ID)
 		exited, _ := task.Wait(nctx)
 		if err := task.Kill(nctx, syscall.SIGKILL, ctrd.WithKillAll); err != nil {
 			t.Fatal(err)
@@ -196,16 +188,7 @@ func TestOrphans(t *testing.T) {
 		// status as UNKNOWN (after its state timeout); that must not read
 		// as stopped, or the reconciler would delete a live sandbox.
 		sb, _ := create(t, r, runtime.Spec{})
-		c, _ := r.conn(ctx)
-		nctx := withNamespace(ctx)
-		ctr, err := c.LoadContainer(nctx, sb.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, err := ctr.Task(nctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		task, _ := taskOf(t, r, sb.ID)
 		shim := parentPID(t, int(task.Pid()))
 		if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -235,6 +218,26 @@ func TestOrphans(t *testing.T) {
 			t.Errorf("Get with the shim resumed = %+v, %v; want running", got, err)
 		}
 	})
+}
+
+// taskOf loads sandbox id's containerd task, and returns it with a
+// context in the runtime's namespace.
+func taskOf(t *testing.T, r *Runtime, id string) (ctrd.Task, context.Context) {
+	t.Helper()
+	ctx := withNamespace(testCtx(t, time.Minute))
+	c, err := r.conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr, err := c.LoadContainer(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := ctr.Task(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task, ctx
 }
 
 // parentPID reads pid's parent from /proc.
