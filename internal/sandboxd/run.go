@@ -35,6 +35,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	// harness) must not reach the processes we start: mark every one
 	// close-on-exec. Go's own are already; this costs one syscall.
 	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	reserveThreads(spareThreads)
 	if sock, ok := strings.CutPrefix(rc.Listen, "unix:"); ok && rc.Config.ForwardDir == "" {
 		// Forwards reach the sockets next to the daemon's own: the
 		// sandbox's socket directory, wherever it is mounted.

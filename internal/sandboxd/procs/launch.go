@@ -114,7 +114,8 @@ func (m *Manager) launch(spec launchSpec, out sink) (*launched, error) {
 		pumps.Go(func() { pump(f, streams[i], out) })
 	}
 	go func() {
-		err := cmd.Wait() // blocks in waitid on the pidfd: no polling
+		awaitExit(cmd.Process.Pid) // in the poller: no thread held meanwhile
+		err := cmd.Wait()          // reaps at once
 		l.state = cmd.ProcessState
 		if l.state == nil {
 			m.opts.Logger.Error("wait failed", "pid", l.pid, "err", err)

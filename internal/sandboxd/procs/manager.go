@@ -5,9 +5,9 @@
 // Lifetimes: a Process lives until it exits and then stays listed (with
 // its output log) until it is deleted or evicted as one of the oldest of
 // more than Options.MaxExited exited processes. No connection owns a
-// process. Each started child has one goroutine that waits for it (a
-// blocking waitid on its pidfd) and one per output stream; all end when
-// the child exits. Manager.Close stops every child.
+// process. Each started child has one goroutine that waits for it (on its
+// pidfd, in Go's poller: no OS thread is held per child) and one per
+// output stream; all end when the child exits. Manager.Close stops every child.
 package procs
 
 import (
