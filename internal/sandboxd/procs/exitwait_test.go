@@ -1,38 +1,13 @@
 package procs
 
 import (
-	"bufio"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/corral-sh/corral/api/sandboxapi"
+	"github.com/corral-sh/corral/internal/testenv"
 )
-
-// threads is this process's OS thread count.
-func threads(t *testing.T) int {
-	t.Helper()
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Threads:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no Threads line in /proc/self/status")
-	return 0
-}
 
 // TestWaitHoldsNoThread: running children are waited for in the poller,
 // not by a thread each. Threads count against a sandbox's pids limit, and
@@ -40,7 +15,7 @@ func threads(t *testing.T) int {
 func TestWaitHoldsNoThread(t *testing.T) {
 	m := newManager(t)
 	const n = 60
-	before := threads(t)
+	before := testenv.Threads(t)
 	var ps []*Process
 	for range n {
 		p, err := m.Spawn(sandboxapi.SpawnRequest{Command: "sleep", Args: []string{"30"}})
@@ -50,7 +25,7 @@ func TestWaitHoldsNoThread(t *testing.T) {
 		ps = append(ps, p)
 	}
 	time.Sleep(200 * time.Millisecond) // let any waiter settle into its syscall
-	if got := threads(t); got-before >= n/2 {
+	if got := testenv.Threads(t); got-before >= n/2 {
 		t.Errorf("%d running children took %d threads (%d → %d); want them waited for without a thread each", n, got-before, before, got)
 	}
 	for _, p := range ps {
