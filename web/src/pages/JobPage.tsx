@@ -2,11 +2,11 @@
 // with the message box, terminals and files of its sandbox while it runs,
 // its desktop when the sandbox has one, and its changes and artifacts.
 
-import { useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import { useSession } from "../app/session";
 import { isTerminal, type Job, type JobResult } from "../api/types";
 import type { StateData } from "../api/events";
-import { applyState } from "./liveJobs";
+import { applyState, fresherRead } from "./liveJobs";
 import { ApiError, describeError } from "../api/errors";
 import { DesktopPanel, useDesktop } from "../components/DesktopPanel";
 import { DiffView, FilesPanel, Terminals } from "../components/lazy";
@@ -27,7 +27,10 @@ export function JobPage({ id }: { id: string }) {
   const loaded = useLoad((signal) => client.getJob(id, signal), [client, id]);
   const events = useJobEvents(client, id);
   const now = useNow(1000);
-  const [job, setJob] = useState<Job | null>(null);
+  // read is the freshest read of the job; job is it with the stream's
+  // latest state applied.
+  const [read, setRead] = useState<Job | null>(null);
+  const take = useCallback((j: Job) => setRead((cur) => fresherRead(cur, j)), []);
   const [actionError, setActionError] = useState<unknown>(null);
   const [cancelling, setCancelling] = useState(false);
   const [download, setDownload] = useState<{ loaded: number; total: number | null } | null>(null);
@@ -37,20 +40,19 @@ export function JobPage({ id }: { id: string }) {
   // job starts (its sandbox) and when it ends (its result), it is read
   // once more.
   const live = events.lastState;
-  const liveRef = useRef(live);
-  liveRef.current = live;
-  useEffect(() => setJob(loaded.data ? withState(loaded.data, liveRef.current) : null), [loaded.data]);
+  useEffect(() => {
+    if (loaded.data) take(loaded.data);
+  }, [loaded.data, take]);
+  const job = read ? withState(read, live) : null;
   useTitle(job ? job.task.slice(0, 60) : "Job");
   useEffect(() => {
-    if (!live) return;
-    setJob((j) => (j ? withState(j, live) : j));
-    if (isTerminal(live.to) || live.to === "running") {
+    if (live && (isTerminal(live.to) || live.to === "running")) {
       const ctl = new AbortController();
-      client.getJob(id, ctl.signal).then((j) => setJob(withState(j, liveRef.current)), () => {});
+      client.getJob(id, ctl.signal).then(take, () => {});
       return () => ctl.abort();
     }
     return undefined;
-  }, [live, client, id]);
+  }, [live, client, id, take]);
 
   const desktop = useDesktop(client, job && !isTerminal(job.status) ? job.sandbox_id : null);
 
@@ -72,8 +74,7 @@ export function JobPage({ id }: { id: string }) {
     setCancelling(true);
     setActionError(null);
     try {
-      const j = await client.cancelJob(id);
-      setJob(withState(j, liveRef.current));
+      take(await client.cancelJob(id));
     } catch (err) {
       setActionError(new Error(describeError(err, "Cancelling the job")));
     } finally {

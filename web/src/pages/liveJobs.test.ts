@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { applyState, mergeJobs } from "./liveJobs";
+import { applyState, fresherRead, mergeJobs } from "./liveJobs";
 import type { Job } from "../api/types";
 
 function job(id: string, status: string, created = "2026-01-01T00:00:00Z"): Job {
@@ -37,5 +37,25 @@ describe("mergeJobs", () => {
     const fresh = [job("a", "completed", "2026-01-01T00:00:01Z"), job("c", "pending", "2026-01-01T00:00:03Z")];
     const got = mergeJobs(cur, fresh);
     expect(got.map((j) => `${j.id}:${j.status}`)).toEqual(["c:pending", "b:pending", "a:completed"]);
+  });
+});
+
+describe("fresherRead", () => {
+  test.each([
+    ["creating", "running", "running"],
+    ["running", "creating", "running"], // a slow, older read
+    ["running", "completed", "completed"],
+    ["completed", "running", "completed"],
+    ["cancelled", "completing", "cancelled"],
+    ["running", "running", "running"],
+  ])("%s then %s = %s", (first, then, want) => {
+    expect(fresherRead(job("j", first), job("j", then)).status).toBe(want);
+  });
+
+  test("an equal read replaces the older one; another job's read is taken as it is", () => {
+    const again = { ...job("j", "running"), sandbox_id: "sb_1" };
+    expect(fresherRead(job("j", "running"), again)).toBe(again);
+    expect(fresherRead(job("j", "completed"), job("k", "pending")).id).toBe("k");
+    expect(fresherRead(null, again)).toBe(again);
   });
 });

@@ -24,6 +24,18 @@ export function applyState(job: Job, ev: TenantEvent): Job {
   return next;
 }
 
+/**
+ * fresherRead is the later of two reads of one job: next, unless cur is
+ * already further along. Reads can answer out of order (a slow first read
+ * after a quick re-read), and an older one lacks what came with the later
+ * state, such as the sandbox that came with "running".
+ */
+export function fresherRead(cur: Job | null, next: Job): Job {
+  if (!cur || cur.id !== next.id) return next;
+  if (isTerminal(cur.status) && !isTerminal(next.status)) return cur;
+  return (rank[next.status] ?? 0) < (rank[cur.status] ?? 0) ? cur : next;
+}
+
 /** mergeJobs puts fresh (newer data) over cur, newest first. */
 export function mergeJobs(cur: Job[], fresh: Job[]): Job[] {
   const byID = new Map(cur.map((j) => [j.id, j]));

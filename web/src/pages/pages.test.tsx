@@ -179,6 +179,35 @@ describe("job page", () => {
     await waitFor(() => expect(document.querySelector(".job-meta [data-status]")?.getAttribute("data-status")).toBe("completed"));
   });
 
+  test("a first read that answers after the re-read at \"running\" does not lose the sandbox", async () => {
+    sessionStorage.setItem("corral.token", "crl_good_token");
+    window.history.replaceState(null, "", "/jobs/job_6?tab=terminal");
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    let reads = 0;
+    on("GET", /^\/v1\/jobs\/job_6$/, async () => {
+      reads++;
+      if (reads === 1) {
+        await slow; // read while the job was still being created
+        return json(200, job("job_6", "creating"));
+      }
+      return json(200, { ...job("job_6", "running"), sandbox_id: "sb_6" });
+    });
+    on("GET", /desktop\/status$/, () => problem(404, "no desktop"));
+    on("GET", /^\/v1\/sandboxes\/sb_6\/processes$/, () => json(200, { processes: [] }));
+    on("GET", /^\/v1\/jobs\/job_6\/events$/, () =>
+      sseResponse([sseEvent(1, "job.state", { seq: 1, job_id: "job_6", time: "2026-01-01T00:00:00Z", type: "job.state", data: { from: "creating", to: "running" } })]).response,
+    );
+    render(<App />);
+    await waitFor(() => expect(reads).toBe(2));
+    await act(() => new Promise((r) => setTimeout(r, 50))); // the re-read is taken
+    release();
+    await screen.findByRole("button", { name: "+ New shell" });
+    await act(() => new Promise((r) => setTimeout(r, 50)));
+    expect(screen.queryByText("Waiting for the job's sandbox…")).toBeNull();
+    expect(document.querySelector(".job-meta [data-status]")?.getAttribute("data-status")).toBe("running");
+  });
+
   test("sending a message shows the server's refusal as a sentence", async () => {
     sessionStorage.setItem("corral.token", "crl_good_token");
     window.history.replaceState(null, "", "/jobs/job_2");
