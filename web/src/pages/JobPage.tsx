@@ -36,23 +36,38 @@ export function JobPage({ id }: { id: string }) {
   const [download, setDownload] = useState<{ loaded: number; total: number | null } | null>(null);
 
   // The job's status follows its event stream, which may be ahead of (or
-  // behind) a read of the job: a state only ever moves forward. When the
-  // job starts (its sandbox) and when it ends (its result), it is read
-  // once more.
+  // behind) a read of the job: a state only ever moves forward.
   const live = events.lastState;
   useEffect(() => {
     if (loaded.data) take(loaded.data);
   }, [loaded.data, take]);
   const job = read ? withState(read, live) : null;
   useTitle(job ? job.task.slice(0, 60) : "Job");
+  // When the stream says the job started (its sandbox) or ended (its
+  // result) and the read does not have that yet, read again until it does:
+  // a read may fail, or answer from before the change.
+  const behind = read !== null && job !== null && job.status !== read.status && (job.status === "running" || isTerminal(job.status));
   useEffect(() => {
-    if (live && (isTerminal(live.to) || live.to === "running")) {
-      const ctl = new AbortController();
-      client.getJob(id, ctl.signal).then(take, () => {});
-      return () => ctl.abort();
-    }
-    return undefined;
-  }, [live, client, id, take]);
+    if (!behind) return undefined;
+    const ctl = new AbortController();
+    let timer: number | undefined;
+    let delay = 500;
+    const readAgain = (): void => {
+      void client
+        .getJob(id, ctl.signal)
+        .then(take, () => {})
+        .then(() => {
+          if (ctl.signal.aborted) return;
+          timer = window.setTimeout(readAgain, delay);
+          delay = Math.min(delay * 2, 5000);
+        });
+    };
+    readAgain();
+    return () => {
+      ctl.abort();
+      window.clearTimeout(timer);
+    };
+  }, [behind, client, id, take]);
 
   const desktop = useDesktop(client, job && !isTerminal(job.status) ? job.sandbox_id : null);
 

@@ -179,7 +179,7 @@ describe("job page", () => {
     await waitFor(() => expect(document.querySelector(".job-meta [data-status]")?.getAttribute("data-status")).toBe("completed"));
   });
 
-  test("a first read that answers after the re-read at \"running\" does not lose the sandbox", async () => {
+  test("a first read that answers after the stream said \"running\" is read again for the sandbox", async () => {
     sessionStorage.setItem("corral.token", "crl_good_token");
     window.history.replaceState(null, "", "/jobs/job_6?tab=terminal");
     let release!: () => void;
@@ -199,13 +199,35 @@ describe("job page", () => {
       sseResponse([sseEvent(1, "job.state", { seq: 1, job_id: "job_6", time: "2026-01-01T00:00:00Z", type: "job.state", data: { from: "creating", to: "running" } })]).response,
     );
     render(<App />);
-    await waitFor(() => expect(reads).toBe(2));
-    await act(() => new Promise((r) => setTimeout(r, 50))); // the re-read is taken
+    await waitFor(() => expect(seen).toContain("GET /v1/jobs/job_6/events?after=0"));
+    await act(() => new Promise((r) => setTimeout(r, 50))); // the stream said "running"
     release();
     await screen.findByRole("button", { name: "+ New shell" });
-    await act(() => new Promise((r) => setTimeout(r, 50)));
-    expect(screen.queryByText("Waiting for the job's sandbox…")).toBeNull();
+    expect(reads).toBe(2);
     expect(document.querySelector(".job-meta [data-status]")?.getAttribute("data-status")).toBe("running");
+  });
+
+  test("a re-read that fails is tried again until the job's sandbox is known", async () => {
+    sessionStorage.setItem("corral.token", "crl_good_token");
+    window.history.replaceState(null, "", "/jobs/job_7?tab=terminal");
+    let reads = 0;
+    on("GET", /^\/v1\/jobs\/job_7$/, () => {
+      reads++;
+      if (reads === 1) return json(200, job("job_7", "creating"));
+      if (reads === 2) return problem(503, "the store is busy");
+      return json(200, { ...job("job_7", "running"), sandbox_id: "sb_7" });
+    });
+    on("GET", /desktop\/status$/, () => problem(404, "no desktop"));
+    on("GET", /^\/v1\/sandboxes\/sb_7\/processes$/, () => json(200, { processes: [] }));
+    const stream = sseResponse([]);
+    on("GET", /^\/v1\/jobs\/job_7\/events$/, () => stream.response);
+    render(<App />);
+    await screen.findByText("Waiting for the job's sandbox…");
+    await act(async () => {
+      stream.push(sseEvent(1, "job.state", { seq: 1, job_id: "job_7", time: "2026-01-01T00:00:00Z", type: "job.state", data: { from: "creating", to: "running" } }));
+    });
+    await screen.findByRole("button", { name: "+ New shell" }, { timeout: 3000 });
+    expect(reads).toBe(3);
   });
 
   test("sending a message shows the server's refusal as a sentence", async () => {

@@ -3,7 +3,7 @@
 // it has (?after=), so nothing is lost or shown twice; it stops once the
 // job's final state has arrived (the server ends the stream there too).
 
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useState } from "react";
 import type { Client } from "../api/client";
 import type { StreamState } from "../api/sse";
 import { parseEvent, Timeline, type Item } from "./model";
@@ -19,15 +19,24 @@ export interface JobEvents {
   stream: StreamState;
 }
 
+type Snapshot = Omit<JobEvents, "stream">;
+
+const empty: Snapshot = { items: [], count: 0, lastSeq: 0, finalState: null, lastState: null };
+
+function snapshot(t: Timeline): Snapshot {
+  return { items: t.items(), count: t.count, lastSeq: t.lastSeq, finalState: t.finalState, lastState: t.lastState };
+}
+
 export function useJobEvents(client: Client, jobID: string): JobEvents {
-  const tl = useRef<Timeline | null>(null);
-  const [, setVersion] = useState(0);
+  // A render reads only this state, never the timeline itself: the timeline
+  // changes outside React, and a render that saw it change without a state
+  // change of its own could be thrown away by React with its effects.
+  const [snap, setSnap] = useState<Snapshot>(empty);
   const [stream, setStream] = useState<StreamState>({ kind: "connecting" });
 
   useEffect(() => {
     const timeline = new Timeline();
-    tl.current = timeline;
-    setVersion((v) => v + 1);
+    setSnap(empty);
     // Renders are batched per animation frame: a replay of thousands of
     // events must not render thousands of times.
     let frame = 0;
@@ -35,7 +44,7 @@ export function useJobEvents(client: Client, jobID: string): JobEvents {
       if (frame) return;
       frame = requestAnimationFrame(() => {
         frame = 0;
-        setVersion((v) => v + 1);
+        setSnap(snapshot(timeline));
       });
     };
     const stop = client.stream(() => client.jobEventsPath(jobID, timeline.lastSeq), {
@@ -56,13 +65,5 @@ export function useJobEvents(client: Client, jobID: string): JobEvents {
     };
   }, [client, jobID]);
 
-  const t = tl.current;
-  return {
-    items: t ? t.items() : [],
-    count: t ? t.count : 0,
-    lastSeq: t ? t.lastSeq : 0,
-    finalState: t ? t.finalState : null,
-    lastState: t ? t.lastState : null,
-    stream,
-  };
+  return { ...snap, stream };
 }
