@@ -96,8 +96,11 @@ func (m *Manager) watch(ctx context.Context, r *runner, now time.Time) {
 	}
 }
 
-// probe checks, in a goroutine of wg, that r's sandbox answers; after
-// HeartbeatMisses failures in a row the job fails sandbox_lost.
+// probe checks, in a goroutine of wg, that r's sandbox answers. After
+// HeartbeatMisses failures in a row that say it is gone, or SlowMisses
+// failures of any kind, the job fails
+// sandbox_lost: a probe that only timed out while the runtime still ran
+// the sandbox is most often a loaded machine, not a lost sandbox.
 func (m *Manager) probe(ctx context.Context, r *runner, wg *sync.WaitGroup) {
 	r.mu.Lock()
 	if r.probing || r.sandboxID == "" || (r.status != store.JobRunning && r.status != store.JobCompleting) {
@@ -115,16 +118,29 @@ func (m *Manager) probe(ctx context.Context, r *runner, wg *sync.WaitGroup) {
 		r.probing = false
 		switch {
 		case err == nil:
-			r.misses = 0
-		case ctx.Err() == nil:
+			r.misses, r.gone = 0, 0
+		case ctx.Err() != nil: // shutting down: says nothing of the sandbox
+		case errors.Is(err, errdefs.ErrTimeout):
 			r.misses++
+		default:
+			r.misses++
+			r.gone++
 		}
-		misses := r.misses
+		misses, gone := r.misses, r.gone
 		r.mu.Unlock()
-		if misses >= m.opts.HeartbeatMisses {
-			r.stop(&stopCause{kind: stopFail, reason: cpapi.ReasonSandboxLost,
-				msg: fmt.Sprintf("the sandbox stopped answering (%d heartbeats missed)", misses)})
+		var msg string
+		switch {
+		case gone >= m.opts.HeartbeatMisses:
+			msg = fmt.Sprintf("the sandbox stopped answering (%d heartbeats missed): %v", misses, err)
+		case misses >= m.opts.SlowMisses:
+			msg = fmt.Sprintf("the sandbox's daemon did not answer %d heartbeats in a row, though its runtime still ran it", misses)
+		default:
+			if err != nil && ctx.Err() == nil {
+				m.log.Debug("jobs: heartbeat missed", "job", r.id, "sandbox", sb, "misses", misses, "err", err)
+			}
+			return
 		}
+		r.stop(&stopCause{kind: stopFail, reason: cpapi.ReasonSandboxLost, msg: msg})
 	})
 }
 

@@ -113,6 +113,11 @@ type sandboxes struct {
 
 	failCreates atomic.Int64 // the next n Creates fail as an engine outage would
 	creates     atomic.Int64
+	// slow makes heartbeats time out as they do for a daemon that does not
+	// answer in time while the runtime still runs its sandbox;
+	// slowProbes counts them.
+	slow       atomic.Bool
+	slowProbes atomic.Int64
 
 	mu      sync.Mutex
 	clients map[string]*client.Client
@@ -207,6 +212,10 @@ func (s *sandboxes) Alive(ctx context.Context, tenantID, id string) error {
 	}
 	if sb.Status != runtime.StatusRunning {
 		return errdefs.NotFoundf("sandbox %q is %s", id, sb.Status)
+	}
+	if s.slow.Load() {
+		s.slowProbes.Add(1)
+		return errdefs.Wrap(errdefs.ErrTimeout, context.DeadlineExceeded, "slow to answer (injected)")
 	}
 	cl, err := s.Client(ctx, tenantID, id)
 	if err != nil {

@@ -26,6 +26,7 @@ const (
 	DefaultRetention       = 7 * 24 * time.Hour
 	DefaultHeartbeat       = 5 * time.Second
 	DefaultHeartbeatMisses = 3
+	DefaultSlowMisses      = 12
 	DefaultTimeout         = time.Hour
 	DefaultMaxAttempts     = 3
 	DefaultPoll            = time.Second
@@ -54,8 +55,11 @@ type Options struct {
 	Retention time.Duration
 	// Heartbeat is how often the sandboxd of each running job is probed;
 	// HeartbeatMisses probes failing in a row fail the job sandbox_lost.
+	// Probes that only time out while the runtime still runs the sandbox
+	// (a loaded machine, most often) count towards SlowMisses instead.
 	Heartbeat       time.Duration
 	HeartbeatMisses int
+	SlowMisses      int
 	// IdleTimeout: a running job with no event for this long gets a
 	// system message (a nudge), and fails idle_timeout after as long
 	// again. 0 turns it off.
@@ -130,6 +134,7 @@ func New(opts Options) (*Manager, error) {
 	setDefault(&opts.Retention, DefaultRetention)
 	setDefault(&opts.Heartbeat, DefaultHeartbeat)
 	setDefault(&opts.HeartbeatMisses, DefaultHeartbeatMisses)
+	setDefault(&opts.SlowMisses, max(DefaultSlowMisses, opts.HeartbeatMisses))
 	setDefault(&opts.DefaultTimeout, DefaultTimeout)
 	setDefault(&opts.MaxAttempts, DefaultMaxAttempts)
 	setDefault(&opts.RetryBackoff, DefaultRetryBackoff)

@@ -91,6 +91,7 @@ type runner struct {
 	lastEvent time.Time // for the idle timeout
 	nudgedAt  time.Time // zero unless an idle nudge is pending
 	misses    int       // heartbeats failed in a row
+	gone      int       // of those, the ones that said the sandbox is gone (not merely slow)
 	probing   bool      // a heartbeat is in flight
 	renewedAt time.Time // last successful lease renewal
 }

@@ -21,7 +21,9 @@ type Sandboxes interface {
 	Create(ctx context.Context, tenantID string, req cpapi.SandboxRequest, jobID string) (id, runtime string, err error)
 	// Client returns a client for the sandbox's daemon.
 	Client(ctx context.Context, tenantID, id string) (*client.Client, error)
-	// Alive returns nil if the sandbox's daemon answers.
+	// Alive returns nil if the sandbox's daemon answers, an error of class
+	// ErrTimeout if it did not answer in time while its runtime still runs
+	// the sandbox (slow, not gone), and any other error if it is gone.
 	Alive(ctx context.Context, tenantID, id string) error
 	// Delete removes the sandbox; removing one that is gone succeeds.
 	Delete(ctx context.Context, tenantID, id string) error

@@ -319,6 +319,65 @@ func TestSandboxLost(t *testing.T) {
 	lastIsFinal(t, e.events(j.ID), cpapi.JobFailed)
 }
 
+// TestSlowSandboxNotLost: heartbeats that time out while the runtime still
+// runs the sandbox (a loaded machine) are tolerated longer than ones that
+// say it is gone; the job goes on once the daemon answers again.
+func TestSlowSandboxNotLost(t *testing.T) {
+	e := newEnv(t, sqlite())
+	opts := e.options()
+	opts.Heartbeat = 200 * time.Millisecond
+	m, _ := e.start(opts)
+	j := e.submit(m, cpapi.JobRequest{Agent: cpapi.AgentScript,
+		Command: "echo up; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo done"})
+	j = e.wait(m, j.ID, time.Minute, cpapi.JobRunning)
+	waitOutput(t, e, j.ID, "up\n")
+
+	e.sb.slow.Store(true)
+	// More slow heartbeats in a row than a gone sandbox may miss.
+	want := int64(jobs.DefaultHeartbeatMisses + 1)
+	for deadline := time.Now().Add(time.Minute); e.sb.slowProbes.Load() < want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slow heartbeats in a minute; want %d", e.sb.slowProbes.Load(), want)
+		}
+		if now := e.wait(m, j.ID, 0, cpapi.JobRunning, cpapi.JobCompleted, cpapi.JobFailed); now.Status != cpapi.JobRunning {
+			t.Fatalf("while its heartbeats were slow the job became %s %s\n%s", now.Status, now.StatusReason, e.dump(j.ID))
+		}
+	}
+	e.sb.slow.Store(false)
+	if got := e.sb.slowProbes.Load(); got >= jobs.DefaultSlowMisses {
+		t.Fatalf("%d slow heartbeats before they stopped; the test needs fewer than %d", got, jobs.DefaultSlowMisses)
+	}
+	cl, err := e.sb.Client(context.Background(), e.tenant, j.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.WriteFile(context.Background(), "/workspace/go", strings.NewReader(""), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = e.final(m, j.ID)
+	if j.Status != cpapi.JobCompleted {
+		t.Fatalf("job = %s %s; want completed\n%s", j.Status, j.StatusReason, e.dump(j.ID))
+	}
+}
+
+// TestHungSandboxLost: a daemon that never answers again fails the job
+// sandbox_lost, even though its runtime still runs the sandbox.
+func TestHungSandboxLost(t *testing.T) {
+	e := newEnv(t, sqlite())
+	m, _ := e.start(e.options())
+	j := e.submit(m, cpapi.JobRequest{Agent: cpapi.AgentScript, Command: "echo up; sleep 60"})
+	j = e.wait(m, j.ID, time.Minute, cpapi.JobRunning)
+	waitOutput(t, e, j.ID, "up\n")
+	e.sb.slow.Store(true)
+	j = e.final(m, j.ID)
+	if j.Status != cpapi.JobFailed || j.StatusReason != cpapi.ReasonSandboxLost {
+		t.Fatalf("job = %s %s; want failed sandbox_lost\n%s", j.Status, j.StatusReason, e.dump(j.ID))
+	}
+	if got := e.sb.slowProbes.Load(); got < jobs.DefaultSlowMisses {
+		t.Errorf("failed after %d slow heartbeats; want %d", got, jobs.DefaultSlowMisses)
+	}
+}
+
 func TestIdleTimeout(t *testing.T) {
 	e := newEnv(t, sqlite())
 	opts := e.options()

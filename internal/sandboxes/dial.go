@@ -56,6 +56,12 @@ func (s *Service) client(id, endpoint, token string) (*client.Client, error) {
 
 // Alive checks that the daemon of the tenant's sandbox id answers
 // /v1/health: the job guardian's heartbeat. It does not count as activity.
+//
+// A daemon that does not answer before ctx ends while its runtime still
+// has the sandbox running (or cannot tell) is slow, not gone: the error is
+// then of class ErrTimeout. A loaded machine, the control plane's own
+// included, looks like that; a sandbox the runtime no longer runs, or
+// whose daemon refuses connections, does not (ErrBadGateway).
 func (s *Service) Alive(ctx context.Context, tenantID, id string) error {
 	cn, err := s.lookup(ctx, tenantID, id)
 	if err != nil {
@@ -65,10 +71,32 @@ func (s *Service) Alive(ctx context.Context, tenantID, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.Health(ctx); err != nil {
-		return errdefs.Wrap(errdefs.ErrBadGateway, err, fmt.Sprintf("sandbox %s does not answer", id))
+	_, err = c.Health(ctx)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if errors.Is(err, context.DeadlineExceeded) && s.stillRunning(ctx, tenantID, id) {
+		return errdefs.Wrap(errdefs.ErrTimeout, err, fmt.Sprintf("sandbox %s is slow to answer; its runtime has it running", id))
+	}
+	return errdefs.Wrap(errdefs.ErrBadGateway, err, fmt.Sprintf("sandbox %s does not answer", id))
+}
+
+// stillRunning asks id's runtime afresh (not the lookup cache) whether it
+// runs the sandbox; an unknown status counts as running. It has its own
+// bound, since ctx may have just ended.
+func (s *Service) stillRunning(ctx context.Context, tenantID, id string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runtimeAskTimeout)
+	defer cancel()
+	rec, err := s.store.GetSandbox(ctx, tenantID, id)
+	if err != nil {
+		return false
+	}
+	rt, err := s.runtime(rec)
+	if err != nil {
+		return false
+	}
+	sb, err := rt.Get(ctx, id)
+	return err == nil && (sb.Status == runtime.StatusRunning || sb.Status == runtime.StatusUnknown)
 }
 
 // Hold marks a request or connection to sandbox id as in progress until

@@ -3,6 +3,8 @@ package sandboxes_test
 import (
 	"context"
 	"errors"
+	"net"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -256,5 +258,78 @@ func TestReconcileUnknown(t *testing.T) {
 	}
 	if err := restarted.Alive(ctx, tn, sb.ID); err != nil {
 		t.Errorf("Alive with an unknown status = %v; want its daemon reached", err)
+	}
+}
+
+// elsewhere is a runtime that gives one sandbox's daemon another endpoint.
+type elsewhere struct {
+	runtime.Runtime
+	id, endpoint string
+}
+
+func (w elsewhere) Get(ctx context.Context, id string) (*runtime.Sandbox, error) {
+	sb, err := w.Runtime.Get(ctx, id)
+	if sb != nil && sb.ID == w.id {
+		c := *sb
+		c.Endpoint = w.endpoint
+		return &c, err
+	}
+	return sb, err
+}
+
+// TestAliveSlowOrGone: a daemon that does not answer in time while its
+// runtime runs the sandbox is slow (ErrTimeout); one that refuses
+// connections, or whose sandbox the runtime no longer has, is gone.
+func TestAliveSlowOrGone(t *testing.T) {
+	e := sandboxestest.New(t, sandboxes.Options{})
+	tn := e.Tenant(t, "acme", 0)
+	sb := create(t, e, tn, cpapi.SandboxRequest{}, sandboxes.CreateOptions{})
+
+	// A daemon that takes connections and never answers.
+	dir := t.TempDir()
+	hung, err := net.Listen("unix", filepath.Join(dir, "hung.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				close(held)
+				return
+			}
+			held <- c
+		}
+	}()
+	t.Cleanup(func() {
+		hung.Close()
+		for c := range held {
+			c.Close()
+		}
+	})
+	service := func(endpoint string) *sandboxes.Service {
+		opts := e.Options
+		opts.Runtimes = map[string]runtime.Runtime{"bwrap": elsewhere{e.Runtime, sb.ID, endpoint}}
+		return sandboxes.New(opts)
+	}
+	alive := func(s *sandboxes.Service) error {
+		ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+		defer cancel()
+		return s.Alive(ctx, tn, sb.ID)
+	}
+
+	if err := alive(service("unix:" + filepath.Join(dir, "none.sock"))); !errors.Is(err, errdefs.ErrBadGateway) {
+		t.Errorf("Alive, refused = %v; want bad gateway", err)
+	}
+	slow := service("unix:" + hung.Addr().String())
+	if err := alive(slow); !errors.Is(err, errdefs.ErrTimeout) {
+		t.Errorf("Alive, not answering = %v; want a timeout", err)
+	}
+	if err := e.Runtime.Delete(testCtx(t), sb.ID); err != nil { // behind the service's back
+		t.Fatal(err)
+	}
+	if err := alive(slow); !errors.Is(err, errdefs.ErrBadGateway) {
+		t.Errorf("Alive, not answering and no longer run = %v; want bad gateway", err)
 	}
 }

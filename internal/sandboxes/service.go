@@ -75,6 +75,9 @@ const (
 	// without asking the store again. A delete by another replica is
 	// noticed within it (meanwhile the proxy answers 502).
 	lookupTTL = 5 * time.Second
+	// runtimeAskTimeout bounds asking a runtime whether a sandbox whose
+	// daemon did not answer in time still runs.
+	runtimeAskTimeout = 10 * time.Second
 	// touchEvery is how often this process writes a sandbox's activity to
 	// the store; the expiry loop also sees this process's newer activity.
 	touchEvery = 5 * time.Second
