@@ -8,6 +8,7 @@ packages=(
   bash procps vim util-linux    # PTY tests drive bash, top and vim; unshare for PID 1 tests
   iproute2                      # ss, for cross-checking /v1/ports
   docker.io containerd runc iptables   # the docker and containerd runtimes
+  containernetworking-plugins   # containerd's network egress (bridge, host-local, firewall)
   bubblewrap                    # the bwrap runtime
   mmdebstrap                    # sandbox templates from Debian packages
   postgresql                    # the store's second backend

@@ -30,10 +30,10 @@
 // is "docker.io/library/corral-default:latest"), so an image loaded with
 // `ctr -n corral images import` is found under the same name.
 //
-// Network: only "none" is supported (there is no CNI here); "egress" is
-// refused with ErrUnprocessable. runc brings the loopback interface of the
-// new network namespace up itself. Disk limits (Resources.DiskMB) are not
-// enforced: the overlayfs snapshotter has no quota.
+// Network: "none" is a fresh network namespace with loopback only (runc
+// brings it up); "egress" a namespace wired by the CNI plugins to a NAT
+// bridge (network.go). Disk limits (Resources.DiskMB) are not enforced:
+// the overlayfs snapshotter has no quota.
 package containerd
 
 import (
@@ -93,6 +93,13 @@ type Config struct {
 	Snapshotter string
 	// DefaultTemplate is used when Spec.Template is "" (corral-default).
 	DefaultTemplate string
+	// EgressSubnet is the IPv4 prefix egress sandboxes take addresses
+	// from (10.89.0.0/16); CNIPluginDirs are where the CNI plugins are
+	// looked for (/usr/lib/cni, /opt/cni/bin); NetNSDir pins the egress
+	// sandboxes' network namespaces (/run/corral/netns).
+	EgressSubnet  string
+	CNIPluginDirs []string
+	NetNSDir      string
 }
 
 // Runtime is the containerd backend.
@@ -104,6 +111,7 @@ type Runtime struct {
 	client *ctrd.Client // dialed on first use, shared by all calls
 
 	nextCPU atomic.Uint32 // rotates cpuset placement across creates
+	net     egressNet     // the CNI network of egress sandboxes
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -130,6 +138,15 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.DefaultTemplate == "" {
 		cfg.DefaultTemplate = runtime.DefaultTemplate
+	}
+	if cfg.EgressSubnet == "" {
+		cfg.EgressSubnet = DefaultEgressSubnet
+	}
+	if len(cfg.CNIPluginDirs) == 0 {
+		cfg.CNIPluginDirs = defaultPluginDirs
+	}
+	if cfg.NetNSDir == "" {
+		cfg.NetNSDir = defaultNetNSDir
 	}
 	return &Runtime{cfg: cfg, state: hoststate.Dir{Root: cfg.StateDir}}, nil
 }

@@ -60,7 +60,20 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (_ *runtime.San
 		_ = r.state.Remove(spec.ID)
 	}()
 
-	opts, err := r.specOpts(ctx, img, st)
+	var netPath string // the egress sandbox's network namespace
+	if spec.Network == runtime.NetworkEgress {
+		if netPath, err = r.attach(ctx, spec.ID); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+				defer cancel()
+				_ = r.detach(cctx, spec.ID, netPath) // the original error matters more
+			}
+		}()
+	}
+	opts, err := r.specOpts(ctx, img, st, netPath)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +90,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (_ *runtime.San
 		ctrd.WithNewSnapshot(spec.ID, img),
 		ctrd.WithRuntime(r.cfg.RuntimeHandler, nil),
 		ctrd.WithNewSpec(opts...),
-		ctrd.WithContainerLabels(labels(spec)),
+		ctrd.WithContainerLabels(labels(spec, netPath)),
 	)
 	if cerrdefs.IsAlreadyExists(err) {
 		ownEngine = false
@@ -124,7 +137,9 @@ func (r *Runtime) validate(spec *runtime.Spec) error {
 		return errdefs.Invalidf("sandbox id %q is not a valid containerd identifier", spec.ID)
 	}
 	if spec.Network == runtime.NetworkEgress {
-		return errdefs.Unprocessablef("containerd runtime supports network none only; use docker or bwrap for egress")
+		if _, err := r.network(); err != nil {
+			return err
+		}
 	}
 	res := spec.Resources
 	if res.MemoryMB > 0 && res.MemoryMB < 6 {
@@ -140,12 +155,16 @@ func (r *Runtime) validate(spec *runtime.Spec) error {
 }
 
 // labels are the container's labels: the sandbox id, the backend, the
-// template and the spec's labels under corral.label.
-func labels(spec runtime.Spec) map[string]string {
+// template, an egress sandbox's network namespace and the spec's labels
+// under corral.label.
+func labels(spec runtime.Spec, netPath string) map[string]string {
 	l := map[string]string{
 		LabelSandbox:  spec.ID,
 		LabelRuntime:  name,
 		LabelTemplate: spec.Template,
+	}
+	if netPath != "" {
+		l[LabelNetNS] = netPath
 	}
 	for k, v := range spec.Labels {
 		l[LabelUserPrefix+k] = v

@@ -31,8 +31,8 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 }
 
 // removeEngine removes what containerd holds of sandbox id: the task
-// (killed with SIGKILL to all its processes and waited for), the container
-// and its snapshot — or the snapshot alone, left by a Create that failed
+// (killed with SIGKILL to all its processes and waited for), an egress
+// sandbox's network attachment, the container and its snapshot — or the snapshot alone, left by a Create that failed
 // before the container existed. ctx must be in the corral namespace.
 func (r *Runtime) removeEngine(ctx context.Context, c *ctrd.Client, id string) error {
 	ctr, err := c.LoadContainer(ctx, id)
@@ -46,6 +46,10 @@ func (r *Runtime) removeEngine(ctx context.Context, c *ctrd.Client, id string) e
 	if err != nil {
 		return fmt.Errorf("load container %s: %w", id, err)
 	}
+	lbls, err := ctr.Labels(ctx)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("labels of container %s: %w", id, err)
+	}
 	task, err := ctr.Task(ctx, nil)
 	switch {
 	case err == nil:
@@ -54,6 +58,11 @@ func (r *Runtime) removeEngine(ctx context.Context, c *ctrd.Client, id string) e
 		}
 	case !cerrdefs.IsNotFound(err):
 		return fmt.Errorf("load task %s: %w", id, err)
+	}
+	if path := lbls[LabelNetNS]; path != "" {
+		if err := r.detach(ctx, id, path); err != nil {
+			return err
+		}
 	}
 	if err := ctr.Delete(ctx, ctrd.WithSnapshotCleanup); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("delete container %s: %w", id, err)

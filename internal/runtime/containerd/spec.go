@@ -23,6 +23,9 @@ import (
 	"github.com/corral-sh/corral/internal/runtime/hoststate"
 )
 
+// hostResolvConf is the name servers an egress sandbox uses: the host's.
+const hostResolvConf = "/etc/resolv.conf"
+
 const (
 	cpuPeriod = 100_000 // CFS period in µs
 	noFile    = 65_536  // RLIMIT_NOFILE, soft and hard
@@ -30,10 +33,11 @@ const (
 
 // specOpts builds the OCI spec of sandbox st from the image and the spec:
 // sandboxd as init, running as the agent user with no capabilities, no new
-// privileges and the default seccomp profile, in fresh namespaces
-// (network included: loopback only), with the corral binary and the socket
-// directory bind-mounted and the resource limits applied.
-func (r *Runtime) specOpts(ctx context.Context, img ctrd.Image, st *hoststate.Sandbox) ([]oci.SpecOpts, error) {
+// privileges and the default seccomp profile, in fresh namespaces (the
+// network one loopback only, or the egress namespace at netPath), with the
+// corral binary and the socket directory bind-mounted and the resource
+// limits applied.
+func (r *Runtime) specOpts(ctx context.Context, img ctrd.Image, st *hoststate.Sandbox, netPath string) ([]oci.SpecOpts, error) {
 	env, err := imageEnv(ctx, img)
 	if err != nil {
 		return nil, err
@@ -64,6 +68,13 @@ func (r *Runtime) specOpts(ctx context.Context, img ctrd.Image, st *hoststate.Sa
 			{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup",
 				Options: []string{"ro", "nosuid", "noexec", "nodev"}},
 		}),
+	}
+	if netPath != "" {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netPath}))
+		if fi, err := os.Stat(hostResolvConf); err == nil && fi.Mode().IsRegular() {
+			opts = append(opts, oci.WithMounts([]specs.Mount{{Destination: "/etc/resolv.conf", Type: "bind",
+				Source: hostResolvConf, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}}}))
+		}
 	}
 	if cgroup2() {
 		// Without a cgroup namespace the cgroup2 mount would show the host's
