@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	gocni "github.com/containerd/go-cni"
 	"github.com/containerd/containerd/pkg/netns"
+	gocni "github.com/containerd/go-cni"
 
 	"github.com/corral-sh/corral/internal/errdefs"
 )
