@@ -255,6 +255,27 @@ type TokenList struct {
 	Tokens []Token `json:"tokens"`
 }
 
+// Tenant is GET /v1/tenants/{id}: a tenant and its limits (0: unlimited).
+type Tenant struct {
+	ID                string    `json:"id"`
+	Name              string    `json:"name"`
+	CreatedAt         time.Time `json:"created_at"`
+	MaxConcurrentJobs int       `json:"max_concurrent_jobs"`
+	MaxSandboxes      int       `json:"max_sandboxes"`
+}
+
+// TenantList is GET /v1/tenants (admin).
+type TenantList struct {
+	Tenants []Tenant `json:"tenants"`
+}
+
+// TenantLimits is the body of PATCH /v1/tenants/{id} (admin): the limits
+// to change; an absent one is kept, 0 lifts it.
+type TenantLimits struct {
+	MaxConcurrentJobs *int `json:"max_concurrent_jobs,omitempty"`
+	MaxSandboxes      *int `json:"max_sandboxes,omitempty"`
+}
+
 // TenantEvent is an event of GET /v1/events: a job's state changed.
 type TenantEvent struct {
 	JobID  string    `json:"job_id"`

@@ -8,5 +8,5 @@ import "github.com/spf13/cobra"
 // commands_slim.go) keeps only what runs inside a sandbox.
 func commands() []*cobra.Command {
 	return []*cobra.Command{versionCmd(), upCmd(), sandboxdCmd(), attachCmd(), execCmd(), benchCmd(), runtimeCmd(), templateCmd(),
-		runJobCmd(), jobsCmd(), statusCmd(), logsCmd(), cancelCmd(), sendCmd(), artifactsCmd(), sandboxCmd(), shellCmd(), tokenCmd(), secretCmd()}
+		runJobCmd(), jobsCmd(), statusCmd(), logsCmd(), cancelCmd(), sendCmd(), artifactsCmd(), sandboxCmd(), shellCmd(), tokenCmd(), secretCmd(), tenantCmd()}
 }

@@ -48,7 +48,7 @@ func startCP(t *testing.T) *cpEnv {
 func corral(ctx context.Context, in io.Reader, args ...string) (stdout, stderr string, err error) {
 	root := &cobra.Command{Use: "corral", SilenceUsage: true, SilenceErrors: true}
 	root.AddCommand(runJobCmd(), jobsCmd(), statusCmd(), logsCmd(), cancelCmd(), sendCmd(), artifactsCmd(),
-		sandboxCmd(), shellCmd(), tokenCmd())
+		sandboxCmd(), shellCmd(), tokenCmd(), tenantCmd())
 	if in == nil {
 		in = strings.NewReader("")
 	}

@@ -169,3 +169,35 @@ func TestTokenCommands(t *testing.T) {
 		t.Errorf("exit code %d; want 1", exitCode(err))
 	}
 }
+
+func TestTenantCommands(t *testing.T) {
+	startCP(t)
+	ctx := testCtx(t, time.Minute)
+	var tok cpapi.Token
+	if err := json.Unmarshal([]byte(mustCorral(ctx, t, "token", "create", "--json", "--tenant", "acme", "acme-ci")), &tok); err != nil {
+		t.Fatal(err)
+	}
+
+	if out := mustCorral(ctx, t, "tenant", "limits", "acme", "--max-sandboxes", "2"); !strings.Contains(out, "acme") || !strings.Contains(out, "unlimited") || !strings.Contains(out, " 2 ") {
+		t.Errorf("tenant limits --max-sandboxes 2:\n%s\nwant acme with 2 sandboxes and unlimited jobs", out)
+	}
+	var got cpapi.Tenant
+	if err := json.Unmarshal([]byte(mustCorral(ctx, t, "tenant", "limits", "acme", "--max-jobs", "3", "--json")), &got); err != nil ||
+		got.MaxConcurrentJobs != 3 || got.MaxSandboxes != 2 {
+		t.Errorf("tenant limits --max-jobs 3 --json = %+v, %v; want 3 jobs and 2 sandboxes kept", got, err)
+	}
+	var list cpapi.TenantList
+	if err := json.Unmarshal([]byte(mustCorral(ctx, t, "tenant", "ls", "--json")), &list); err != nil || len(list.Tenants) < 2 {
+		t.Errorf("tenant ls --json = %+v, %v; want the admin's tenant and acme", list, err)
+	}
+	// A tenant's own token reads its tenant, and may not change it.
+	if out := mustCorral(ctx, t, "tenant", "show", "acme", "--token", tok.Secret); !strings.Contains(out, "acme") {
+		t.Errorf("tenant show acme (as acme):\n%s", out)
+	}
+	_, _, err := corral(ctx, nil, "tenant", "limits", "acme", "--max-jobs", "0", "--token", tok.Secret)
+	checkMessage(t, err, "admin")
+	_, _, err = corral(ctx, nil, "tenant", "limits", "acme")
+	checkMessage(t, err, "--max-jobs")
+	_, _, err = corral(ctx, nil, "tenant", "limits", "acme", "--max-jobs", "-1")
+	checkMessage(t, err, "negative")
+}

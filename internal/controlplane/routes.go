@@ -66,6 +66,10 @@ func (s *Server) table() []route {
 		{method: "GET", path: "/v1/tokens", summary: "List the tenant's tokens", out: cpapi.TokenList{}, status: 200, h: s.listTokens},
 		{method: "DELETE", path: "/v1/tokens/{id}", summary: "Revoke a token", status: 204, h: s.revokeToken},
 
+		{method: "GET", path: "/v1/tenants", summary: "List the tenants and their limits (admin)", out: cpapi.TenantList{}, status: 200, h: s.listTenants},
+		{method: "GET", path: "/v1/tenants/{id}", summary: "One tenant and its limits (an admin's, or the caller's own)", out: cpapi.Tenant{}, status: 200, h: s.getTenant},
+		{method: "PATCH", path: "/v1/tenants/{id}", summary: "Change a tenant's limits (admin): an absent limit is kept, 0 lifts it", in: cpapi.TenantLimits{}, out: cpapi.Tenant{}, status: 200, h: s.setTenantLimits},
+
 		{method: "PUT", path: "/v1/secrets/{name}", summary: "Create (201) or replace (200) a secret; its value is never returned", in: cpapi.SecretRequest{}, out: cpapi.Secret{}, status: 201, also: 200, h: s.putSecret},
 		{method: "GET", path: "/v1/secrets", summary: "List the tenant's secrets: names and times, never values", out: cpapi.SecretList{}, status: 200, h: s.listSecrets},
 		{method: "DELETE", path: "/v1/secrets/{name}", summary: "Delete a secret", status: 204, h: s.deleteSecret},

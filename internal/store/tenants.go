@@ -85,3 +85,32 @@ func (s *Store) ListTenants(ctx context.Context) ([]*Tenant, error) {
 	}
 	return ts, s.dbErr("list tenants", rows.Err())
 }
+
+// SetTenantLimits changes the limits of tenant id that are not nil and
+// returns the tenant; they apply to the next claim or sandbox creation.
+// ErrNotFound for an unknown tenant, ErrInvalid for a negative limit.
+func (s *Store) SetTenantLimits(ctx context.Context, id string, maxJobs, maxSandboxes *int) (*Tenant, error) {
+	for _, l := range []*int{maxJobs, maxSandboxes} {
+		if l != nil && *l < 0 {
+			return nil, errdefs.Invalidf("tenant limits must not be negative")
+		}
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE tenants SET
+		max_concurrent_jobs = COALESCE($2, max_concurrent_jobs),
+		max_sandboxes = COALESCE($3, max_sandboxes)
+		WHERE id = $1`, id, nullInt(maxJobs), nullInt(maxSandboxes))
+	if err != nil {
+		return nil, s.dbErr("set tenant limits", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return nil, errdefs.NotFoundf("tenant %q not found", id)
+	}
+	return s.GetTenant(ctx, id)
+}
+
+func nullInt(p *int) sql.NullInt64 {
+	if p == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(*p), Valid: true}
+}

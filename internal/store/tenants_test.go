@@ -90,6 +90,24 @@ func testTenants(t *testing.T, b storetest.Backend) {
 	if err != nil || len(ts) != 2 || ts[0].ID != a.ID {
 		t.Errorf("ListTenants = %v, %v; want [%s default]", ts, err, a.ID)
 	}
+
+	// Limits change one at a time; nil keeps one, 0 lifts it.
+	seven, zero, neg := 7, 0, -1
+	got, err = s.SetTenantLimits(ctx, a.ID, &seven, nil)
+	if err != nil || got.MaxConcurrentJobs != 7 || got.MaxSandboxes != 5 {
+		t.Errorf("SetTenantLimits(jobs 7) = %+v, %v; want 7 jobs, 5 sandboxes", got, err)
+	}
+	got, err = s.SetTenantLimits(ctx, a.ID, nil, &zero)
+	if err != nil || got.MaxConcurrentJobs != 7 || got.MaxSandboxes != 0 {
+		t.Errorf("SetTenantLimits(sandboxes 0) = %+v, %v; want 7 jobs, unlimited sandboxes", got, err)
+	}
+	_, err = s.SetTenantLimits(ctx, a.ID, &neg, nil)
+	wantClass(t, "SetTenantLimits(negative)", err, errdefs.ErrInvalid)
+	_, err = s.SetTenantLimits(ctx, "tn_missing", &seven, nil)
+	wantClass(t, "SetTenantLimits(missing)", err, errdefs.ErrNotFound)
+	if got, _ := s.GetTenant(ctx, a.ID); got.MaxConcurrentJobs != 7 || got.MaxSandboxes != 0 || got.Name != "a" {
+		t.Errorf("after the refused changes, tenant = %+v", got)
+	}
 }
 
 func testTokens(t *testing.T, b storetest.Backend) {

@@ -351,6 +351,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenants and their limits (admin) */
+        get: operations["get_tenants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One tenant and its limits (an admin's, or the caller's own) */
+        get: operations["get_tenants_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change a tenant's limits (admin): an absent limit is kept, 0 lifts it */
+        patch: operations["patch_tenants_id"];
+        trace?: never;
+    };
     "/v1/tokens": {
         parameters: {
             query?: never;
@@ -1618,6 +1653,142 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description An error (RFC 9457 problem+json) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        detail?: string;
+                        status?: number;
+                        title?: string;
+                        type?: string;
+                    };
+                };
+            };
+        };
+    };
+    get_tenants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List the tenants and their limits (admin) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tenants?: {
+                            /** Format: date-time */
+                            created_at?: string;
+                            id?: string;
+                            max_concurrent_jobs?: number;
+                            max_sandboxes?: number;
+                            name?: string;
+                        }[] | null;
+                    };
+                };
+            };
+            /** @description An error (RFC 9457 problem+json) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        detail?: string;
+                        status?: number;
+                        title?: string;
+                        type?: string;
+                    };
+                };
+            };
+        };
+    };
+    get_tenants_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One tenant and its limits (an admin's, or the caller's own) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        created_at?: string;
+                        id?: string;
+                        max_concurrent_jobs?: number;
+                        max_sandboxes?: number;
+                        name?: string;
+                    };
+                };
+            };
+            /** @description An error (RFC 9457 problem+json) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        detail?: string;
+                        status?: number;
+                        title?: string;
+                        type?: string;
+                    };
+                };
+            };
+        };
+    };
+    patch_tenants_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    max_concurrent_jobs?: number | null;
+                    max_sandboxes?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Change a tenant's limits (admin): an absent limit is kept, 0 lifts it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        created_at?: string;
+                        id?: string;
+                        max_concurrent_jobs?: number;
+                        max_sandboxes?: number;
+                        name?: string;
+                    };
+                };
             };
             /** @description An error (RFC 9457 problem+json) */
             default: {
