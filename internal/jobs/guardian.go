@@ -98,9 +98,9 @@ func (m *Manager) watch(ctx context.Context, r *runner, now time.Time) {
 
 // probe checks, in a goroutine of wg, that r's sandbox answers. After
 // HeartbeatMisses failures in a row that say it is gone, or SlowMisses
-// failures of any kind, the job fails
-// sandbox_lost: a probe that only timed out while the runtime still ran
-// the sandbox is most often a loaded machine, not a lost sandbox.
+// failures in a row of any kind, the job fails sandbox_lost: a probe that
+// only timed out while the runtime still ran the sandbox is most often a
+// loaded machine, not a lost sandbox.
 func (m *Manager) probe(ctx context.Context, r *runner, wg *sync.WaitGroup) {
 	r.mu.Lock()
 	if r.probing || r.sandboxID == "" || (r.status != store.JobRunning && r.status != store.JobCompleting) {
@@ -131,9 +131,11 @@ func (m *Manager) probe(ctx context.Context, r *runner, wg *sync.WaitGroup) {
 		var msg string
 		switch {
 		case gone >= m.opts.HeartbeatMisses:
-			msg = fmt.Sprintf("the sandbox stopped answering (%d heartbeats missed): %v", misses, err)
+			msg = fmt.Sprintf("the sandbox stopped answering (%d heartbeats missed)", misses)
+			m.log.Warn("jobs: sandbox lost", "job", r.id, "sandbox", sb, "err", err)
 		case misses >= m.opts.SlowMisses:
 			msg = fmt.Sprintf("the sandbox's daemon did not answer %d heartbeats in a row, though its runtime still ran it", misses)
+			m.log.Warn("jobs: sandbox hung", "job", r.id, "sandbox", sb, "err", err)
 		default:
 			if err != nil && ctx.Err() == nil {
 				m.log.Debug("jobs: heartbeat missed", "job", r.id, "sandbox", sb, "misses", misses, "err", err)

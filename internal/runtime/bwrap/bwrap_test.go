@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
 	"github.com/corral-sh/corral/internal/runtime/cgroups"
+	"github.com/corral-sh/corral/internal/testenv"
 )
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -227,22 +227,8 @@ func TestLimits(t *testing.T) {
 
 func TestNetwork(t *testing.T) {
 	r := newTestRuntime(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Write([]byte("host-hello\n"))
-			conn.Close()
-		}
-	}()
-	probe := fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && cat <&3' 2>&1", ln.Addr().(*net.TCPAddr).Port)
+	port := testenv.Greeter(t, "127.0.0.1", "host-hello\n")
+	probe := fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && cat <&3' 2>&1", port)
 
 	none := sandboxClient(t, create(t, r, runtime.Spec{}))
 	if out, _ := sh(t, none, probe); strings.Contains(out, "host-hello") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
 	"github.com/corral-sh/corral/internal/runtime/runtimetest"
+	"github.com/corral-sh/corral/internal/testenv"
 )
 
 func TestConformance(t *testing.T) {
@@ -194,24 +194,9 @@ func TestPIDsLimit(t *testing.T) {
 }
 
 func TestNetworkNone(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Write([]byte("host-secret\n"))
-			conn.Close()
-		}
-	}()
+	port := testenv.Greeter(t, "127.0.0.1", "host-secret\n")
 	r := newRuntime(t)
 	_, c := create(t, r, runtime.Spec{Network: runtime.NetworkNone})
-	port := ln.Addr().(*net.TCPAddr).Port
 	out, code := sh(t, c, fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && cat <&3' 2>&1", port))
 	if code == 0 || strings.Contains(out, "host-secret") {
 		t.Errorf("sandbox reached the host's 127.0.0.1:%d: exit %d, %q", port, code, out)

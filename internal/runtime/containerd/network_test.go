@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/testenv"
 )
 
 // TestNetworkEgress: an egress sandbox gets its own address on the CNI
@@ -29,22 +30,8 @@ func TestNetworkEgress(t *testing.T) {
 
 	// A server on the host's side of the bridge, its gateway.
 	gw := bridgeAddr(t)
-	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Write([]byte("host-hello\n"))
-			conn.Close()
-		}
-	}()
-	probe := fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%d && cat <&3' 2>&1", gw, ln.Addr().(*net.TCPAddr).Port)
+	port := testenv.Greeter(t, gw, "host-hello\n")
+	probe := fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%d && cat <&3' 2>&1", gw, port)
 
 	if out, _ := sh(t, c, probe); !strings.Contains(out, "host-hello") {
 		t.Errorf("the egress sandbox did not reach the host at %s: %q", gw, out)

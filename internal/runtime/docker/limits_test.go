@@ -3,6 +3,7 @@ package docker
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/corral-sh/corral/api/sandboxapi"
 	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/testenv"
 )
 
 func TestMemoryLimitKillsHog(t *testing.T) {
@@ -146,22 +148,7 @@ func bridgeGateway(t *testing.T, r *Runtime) string {
 // address.
 func listen(t *testing.T, host string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Write([]byte("secret\n"))
-			conn.Close()
-		}
-	}()
-	return ln.Addr().String()
+	return net.JoinHostPort(host, strconv.Itoa(testenv.Greeter(t, host, "secret\n")))
 }
 
 func TestSecurity(t *testing.T) {

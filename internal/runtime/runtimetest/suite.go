@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 	"github.com/corral-sh/corral/client"
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
+	"github.com/corral-sh/corral/internal/testenv"
 )
 
 // Factory returns a Runtime for the backend under test. Each call returns
@@ -314,22 +314,7 @@ func (s *suite) disk(t *testing.T) {
 // network checks network none structurally (no interface but lo, no
 // route) and by trying to reach a service on the host's loopback.
 func (s *suite) network(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Write([]byte("host-secret\n"))
-			conn.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := testenv.Greeter(t, "127.0.0.1", "host-secret\n")
 	_, c := s.create(t, s.f(t), runtime.Spec{Network: runtime.NetworkNone})
 	ifaces := mustSh(t, c, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
 	if ifaces != "lo" {
