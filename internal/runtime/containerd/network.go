@@ -161,3 +161,33 @@ func (r *Runtime) detach(ctx context.Context, id, path string) error {
 	}
 	return nil
 }
+
+// resolvConf returns the file an egress sandbox gets as /etc/resolv.conf:
+// host, unless every name server it lists is a loopback address (a local
+// stub such as systemd-resolved's 127.0.0.53, which the sandbox's own
+// network cannot reach); then upstream, when it exists. "" means neither
+// serves: the image keeps its own.
+func resolvConf(host, upstream string) string {
+	if b, err := os.ReadFile(host); err == nil && !onlyLoopback(string(b)) {
+		return host
+	}
+	if fi, err := os.Stat(upstream); err == nil && fi.Mode().IsRegular() {
+		return upstream
+	}
+	return ""
+}
+
+// onlyLoopback reports whether a resolv.conf names no name server that is
+// not a loopback address (none at all counts too).
+func onlyLoopback(conf string) bool {
+	for line := range strings.Lines(conf) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f[1]); err != nil || !a.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}

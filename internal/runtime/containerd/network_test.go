@@ -179,3 +179,33 @@ func ipamHolders(t *testing.T) map[string]string {
 	}
 	return held
 }
+
+func TestResolvConf(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dhcp := file("dhcp", "# from DHCP\nnameserver 192.0.2.53\nsearch example.org\n")
+	stub := file("stub", "nameserver 127.0.0.53\noptions edns0 trust-ad\n")
+	mixed := file("mixed", "nameserver 127.0.0.1\nnameserver 2001:db8::53\n")
+	upstream := file("upstream", "nameserver 198.51.100.1\n")
+	missing := filepath.Join(dir, "missing")
+	for _, c := range []struct {
+		host, upstream, want string
+	}{
+		{dhcp, upstream, dhcp},
+		{mixed, upstream, mixed},
+		{stub, upstream, upstream},
+		{stub, missing, ""},
+		{missing, upstream, upstream},
+		{missing, missing, ""},
+	} {
+		if got := resolvConf(c.host, c.upstream); got != c.want {
+			t.Errorf("resolvConf(%s, %s) = %q; want %q", filepath.Base(c.host), filepath.Base(c.upstream), got, c.want)
+		}
+	}
+}

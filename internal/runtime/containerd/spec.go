@@ -23,8 +23,12 @@ import (
 	"github.com/corral-sh/corral/internal/runtime/hoststate"
 )
 
-// hostResolvConf is the name servers an egress sandbox uses: the host's.
-const hostResolvConf = "/etc/resolv.conf"
+// The name servers of an egress sandbox: the host's, or systemd-resolved's
+// upstream ones when the host's are only its local stub (see resolvConf).
+const (
+	hostResolvConf   = "/etc/resolv.conf"
+	resolvedUpstream = "/run/systemd/resolve/resolv.conf"
+)
 
 const (
 	cpuPeriod = 100_000 // CFS period in µs
@@ -71,9 +75,9 @@ func (r *Runtime) specOpts(ctx context.Context, img ctrd.Image, st *hoststate.Sa
 	}
 	if netPath != "" {
 		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netPath}))
-		if fi, err := os.Stat(hostResolvConf); err == nil && fi.Mode().IsRegular() {
+		if src := resolvConf(hostResolvConf, resolvedUpstream); src != "" {
 			opts = append(opts, oci.WithMounts([]specs.Mount{{Destination: "/etc/resolv.conf", Type: "bind",
-				Source: hostResolvConf, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}}}))
+				Source: src, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}}}))
 		}
 	}
 	if cgroup2() {
