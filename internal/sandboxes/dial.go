@@ -57,12 +57,22 @@ func (s *Service) client(id, endpoint, token string) (*client.Client, error) {
 // Alive checks that the daemon of the tenant's sandbox id answers
 // /v1/health: the job guardian's heartbeat. It does not count as activity.
 //
-// A daemon that does not answer before ctx ends while its runtime still
-// has the sandbox running (or cannot tell) is slow, not gone: the error is
-// then of class ErrTimeout. A loaded machine, the control plane's own
-// included, looks like that; a sandbox the runtime no longer runs, or
-// whose daemon refuses connections, does not (ErrBadGateway).
+// A sandbox that cannot be looked up or whose daemon does not answer
+// before ctx ends, while its runtime still has it running (or cannot
+// tell), is slow, not gone: the error is then of class ErrTimeout. A
+// loaded machine, the control plane's own store included, looks like that;
+// a sandbox the runtime no longer runs, or whose daemon refuses
+// connections, does not (ErrBadGateway).
 func (s *Service) Alive(ctx context.Context, tenantID, id string) error {
+	err := s.health(ctx, tenantID, id)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && s.stillRunning(ctx, tenantID, id) {
+		return errdefs.Wrap(errdefs.ErrTimeout, err, fmt.Sprintf("sandbox %s is slow to answer; its runtime has it running", id))
+	}
+	return err
+}
+
+// health looks sandbox id up and asks its daemon for /v1/health.
+func (s *Service) health(ctx context.Context, tenantID, id string) error {
 	cn, err := s.lookup(ctx, tenantID, id)
 	if err != nil {
 		return err
@@ -71,14 +81,10 @@ func (s *Service) Alive(ctx context.Context, tenantID, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.Health(ctx)
-	if err == nil {
-		return nil
+	if _, err := c.Health(ctx); err != nil {
+		return errdefs.Wrap(errdefs.ErrBadGateway, err, fmt.Sprintf("sandbox %s does not answer", id))
 	}
-	if errors.Is(err, context.DeadlineExceeded) && s.stillRunning(ctx, tenantID, id) {
-		return errdefs.Wrap(errdefs.ErrTimeout, err, fmt.Sprintf("sandbox %s is slow to answer; its runtime has it running", id))
-	}
-	return errdefs.Wrap(errdefs.ErrBadGateway, err, fmt.Sprintf("sandbox %s does not answer", id))
+	return nil
 }
 
 // stillRunning asks id's runtime afresh (not the lookup cache) whether it
