@@ -54,13 +54,7 @@ func tenantShowCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: cf.run(func(ctx context.Context, cp *client.ControlPlane, cmd *cobra.Command, args []string) error {
 			t, err := cp.GetTenant(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if cf.json {
-				return printJSON(cmd.OutOrStdout(), t)
-			}
-			return printTenants(cmd.OutOrStdout(), *t)
+			return showTenant(cmd.OutOrStdout(), cf.json, t, err)
 		}),
 	}
 	cf.register(cmd, true)
@@ -92,19 +86,24 @@ sandboxes the tenant already has are not stopped.`,
 				limits.MaxSandboxes = &sandboxes
 			}
 			t, err := cp.SetTenantLimits(ctx, args[0], limits)
-			if err != nil {
-				return err
-			}
-			if cf.json {
-				return printJSON(cmd.OutOrStdout(), t)
-			}
-			return printTenants(cmd.OutOrStdout(), *t)
+			return showTenant(cmd.OutOrStdout(), cf.json, t, err)
 		}),
 	}
 	cf.register(cmd, true)
 	cmd.Flags().IntVar(&jobs, "max-jobs", 0, "jobs the tenant may run at once (0: unlimited)")
 	cmd.Flags().IntVar(&sandboxes, "max-sandboxes", 0, "sandboxes the tenant may hold (0: unlimited)")
 	return cmd
+}
+
+// showTenant prints the tenant an API call answered, or returns its error.
+func showTenant(out io.Writer, asJSON bool, t *cpapi.Tenant, err error) error {
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(out, t)
+	}
+	return printTenants(out, *t)
 }
 
 func printTenants(out io.Writer, ts ...cpapi.Tenant) error {
