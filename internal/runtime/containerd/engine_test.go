@@ -193,6 +193,9 @@ func TestOrphans(t *testing.T) {
 		if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
+		// kill returns before every thread has stopped: one busy or in a
+		// system call could still answer a request.
+		waitStopped(t, shim)
 		stopped := true
 		resume := func() {
 			if stopped {
@@ -243,17 +246,46 @@ func taskOf(t *testing.T, r *Runtime, id string) (ctrd.Task, context.Context) {
 // parentPID reads pid's parent from /proc.
 func parentPID(t *testing.T, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f := statFields(t, fmt.Sprintf("/proc/%d/stat", pid))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, f)
+	}
+	return ppid
+}
+
+// statFields returns the fields of a /proc stat file after the command,
+// which sits in parentheses and may hold spaces: [0] is the state.
+func statFields(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The command sits in parentheses and may hold spaces: skip past it.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+}
+
+// waitStopped waits until every thread of process pid is stopped (T).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		threads, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		if err != nil || len(threads) == 0 {
+			t.Fatalf("threads of %d: %v", pid, err)
+		}
+		all := true
+		for _, th := range threads {
+			if st := statFields(t, th)[0]; st != "T" && st != "t" {
+				all = false
+			}
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop", pid)
+		}
 	}
-	return ppid
 }
 
 func listed(t testing.TB, r *Runtime, id string) bool {
