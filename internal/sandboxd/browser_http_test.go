@@ -202,6 +202,27 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("click an element that is still moving", func(t *testing.T) {
+		// A button that jumps 150 px every 10 ms for 200 ms, then stays:
+		// the click waits for it to hold still, then lands on it.
+		var r sandboxapi.EvalResult
+		must(t, a, "POST", "/v1/browser/tabs/"+id+"/eval", sandboxapi.EvalRequest{Expression: `(() => {
+			const b = document.createElement("button");
+			b.id = "mover"; b.textContent = "Catch me";
+			b.style.cssText = "position:absolute; top:300px; left:0; width:60px";
+			b.onclick = () => { window.caught = (window.caught || 0) + 1; };
+			document.body.appendChild(b);
+			let n = 0;
+			const iv = setInterval(() => { b.style.left = ((n % 4) * 150) + "px"; if (++n >= 20) clearInterval(iv); }, 10);
+			return true;
+		})()`}, 200, &r)
+		must(t, a, "POST", "/v1/browser/tabs/"+id+"/click", sandboxapi.ClickRequest{Selector: "#mover"}, 200, nil)
+		must(t, a, "POST", "/v1/browser/tabs/"+id+"/eval", sandboxapi.EvalRequest{Expression: "window.caught || 0"}, 200, &r)
+		if string(r.Value) != "1" {
+			t.Errorf("clicks the moving button got = %s; want 1", r.Value)
+		}
+	})
+
 	t.Run("type and submit", func(t *testing.T) {
 		box := axFind(t, a, id, "textbox", "Your name")
 		must(t, a, "POST", "/v1/browser/tabs/"+id+"/type", sandboxapi.TypeRequest{NodeID: box.NodeID, Text: "Zoë 🐄"}, 200, nil)

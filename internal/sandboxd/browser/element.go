@@ -146,28 +146,39 @@ func (t *Tab) Click(ctx context.Context, req sandboxapi.ClickRequest) error {
 	return nil
 }
 
-// hitTestJS reports whether the point (x, y) of the viewport is on the
-// element (or inside it): what a click there would reach.
-const hitTestJS = `function(x, y) { const e = document.elementFromPoint(x, y); return !!e && (e === this || this.contains(e)); }`
+// hitTestJS reports whether a click at the point (x, y) of the viewport
+// would reach the element (or something inside it): the page is shown (a
+// browser on a display drops input to a page not yet visible, such as a
+// window the window manager is still mapping) and the element is the one
+// at that point.
+const hitTestJS = `function(x, y) {
+	if (document.visibilityState !== "visible") return false;
+	const e = document.elementFromPoint(x, y);
+	return !!e && (e === this || this.contains(e));
+}`
 
 // target is where to click node id: its centre, once a click there
 // would reach it. A page still laying out (a window the window manager
 // is resizing, content loading above) moves elements, so the centre is
-// taken again until the element is under it, for up to d; after that the
-// last centre is used as it is.
+// taken again until it is the same in two samples in a row and the
+// element is under it, for up to d; after that the last centre is used as
+// it is.
 func (t *Tab) target(ctx context.Context, id cdp.BackendNodeID, d time.Duration) (x, y float64, err error) {
 	deadline := time.Now().Add(d)
+	px, py := -1.0, -1.0
 	for {
 		if x, y, err = t.center(ctx, id); err != nil {
 			return 0, 0, err
 		}
-		if t.hits(ctx, id, x, y) || time.Now().After(deadline) {
+		stable := x == px && y == py
+		if (stable && t.hits(ctx, id, x, y)) || time.Now().After(deadline) {
 			return x, y, nil
 		}
+		px, py = x, y
 		select {
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond): // about a frame
 		}
 	}
 }
