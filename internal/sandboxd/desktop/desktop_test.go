@@ -102,7 +102,9 @@ func gone(pids []int) error {
 // eventually polls cond until it is true or 15 s have passed.
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	// Generous: it bounds only a failure, and an X client such as xterm
+	// can take most of it to draw on a loaded machine.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := cond()
 		if err == nil {
