@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/cio"
 	cerrdefs "github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/identifiers"
+	"github.com/containerd/containerd/pkg/netns"
 
 	"github.com/corral-sh/corral/internal/errdefs"
 	"github.com/corral-sh/corral/internal/runtime"
@@ -60,16 +61,18 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (_ *runtime.San
 		_ = r.state.Remove(spec.ID)
 	}()
 
-	var netPath string // the egress sandbox's network namespace
+	// An egress sandbox's network namespace: made now for the container's
+	// label, connected once the container exists. Until then a failure
+	// removes it here; after, removeEngine detaches it by the label.
+	var netPath string
+	created := false
 	if spec.Network == runtime.NetworkEgress {
-		if netPath, err = r.attach(ctx, spec.ID); err != nil {
+		if netPath, err = r.newNetNS(spec.ID); err != nil {
 			return nil, err
 		}
 		defer func() {
-			if err != nil {
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-				defer cancel()
-				_ = r.detach(cctx, spec.ID, netPath) // the original error matters more
+			if err != nil && !created {
+				_ = netns.LoadNetNS(netPath).Remove() // the original error matters more
 			}
 		}()
 	}
@@ -101,6 +104,12 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (_ *runtime.San
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", spec.ID, err)
+	}
+	created = true
+	if netPath != "" {
+		if err := r.connect(ctx, spec.ID, netPath); err != nil {
+			return nil, err
+		}
 	}
 	task, err := ctr.NewTask(ctx, cio.LogFile(consoleLog(st)))
 	if err != nil {

@@ -32,8 +32,9 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 
 // removeEngine removes what containerd holds of sandbox id: the task
 // (killed with SIGKILL to all its processes and waited for), an egress
-// sandbox's network attachment, the container and its snapshot — or the snapshot alone, left by a Create that failed
-// before the container existed. ctx must be in the corral namespace.
+// sandbox's network attachment, the container and its snapshot — or the
+// snapshot alone, left by a Create that failed before the container
+// existed. ctx must be in the corral namespace.
 func (r *Runtime) removeEngine(ctx context.Context, c *ctrd.Client, id string) error {
 	ctr, err := c.LoadContainer(ctx, id)
 	if cerrdefs.IsNotFound(err) {
@@ -46,9 +47,9 @@ func (r *Runtime) removeEngine(ctx context.Context, c *ctrd.Client, id string) e
 	if err != nil {
 		return fmt.Errorf("load container %s: %w", id, err)
 	}
-	lbls, err := ctr.Labels(ctx)
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		return fmt.Errorf("labels of container %s: %w", id, err)
+	info, err := ctr.Info(ctx, ctrd.WithoutRefreshedMetadata) // as LoadContainer read it
+	if err != nil {
+		return fmt.Errorf("container %s: %w", id, err)
 	}
 	task, err := ctr.Task(ctx, nil)
 	switch {
@@ -59,7 +60,7 @@ func (r *Runtime) removeEngine(ctx context.Context, c *ctrd.Client, id string) e
 	case !cerrdefs.IsNotFound(err):
 		return fmt.Errorf("load task %s: %w", id, err)
 	}
-	if path := lbls[LabelNetNS]; path != "" {
+	if path := info.Labels[LabelNetNS]; path != "" {
 		if err := r.detach(ctx, id, path); err != nil {
 			return err
 		}

@@ -114,26 +114,36 @@ func confList(subnet netip.Prefix) ([]byte, error) {
 	})
 }
 
-// attach makes sandbox id's network namespace and connects it to the
-// egress network; it returns the namespace's path. On failure nothing of
-// it is left.
-func (r *Runtime) attach(ctx context.Context, id string) (string, error) {
-	c, err := r.network()
-	if err != nil {
+// newNetNS makes and pins a network namespace for an egress sandbox and
+// returns its path. It is connected (connect) only once the container
+// holding its path in a label exists: a Create that finds the id taken
+// must not touch the address or NAT rules of the sandbox that has it.
+func (r *Runtime) newNetNS(id string) (string, error) {
+	if _, err := r.network(); err != nil {
 		return "", err
 	}
 	ns, err := netns.NewNetNS(r.cfg.NetNSDir)
 	if err != nil {
 		return "", fmt.Errorf("network namespace of %s: %w", id, err)
 	}
-	if _, err := c.Setup(ctx, id, ns.GetPath()); err != nil {
+	return ns.GetPath(), nil
+}
+
+// connect wires sandbox id's network namespace at path to the egress
+// network. On failure the half-made attachment is undone; the namespace
+// is left to the caller.
+func (r *Runtime) connect(ctx context.Context, id, path string) error {
+	c, err := r.network()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Setup(ctx, id, path); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		_ = c.Remove(cctx, id, ns.GetPath()) // a half-made attachment; the setup error matters more
-		_ = ns.Remove()
-		return "", fmt.Errorf("connect %s to the egress network: %w", id, err)
+		_ = c.Remove(cctx, id, path) // the setup error matters more
+		return fmt.Errorf("connect %s to the egress network: %w", id, err)
 	}
-	return ns.GetPath(), nil
+	return nil
 }
 
 // detach disconnects sandbox id from the egress network (its address, NAT

@@ -59,6 +59,22 @@ func TestNetworkEgress(t *testing.T) {
 		}
 	}
 
+	// A Create that finds the id taken in containerd (its state directory
+	// gone) is refused without touching the holder's address or NAT.
+	if err := os.RemoveAll(filepath.Join(r.cfg.StateDir, otherSB.ID)); err != nil {
+		t.Fatal(err)
+	}
+	held := ipamHolders(t)
+	if _, err := r.Create(testCtx(t, time.Minute), runtime.Spec{ID: otherSB.ID, Network: runtime.NetworkEgress}); !errors.Is(err, errdefs.ErrConflict) {
+		t.Errorf("Create(egress) of a taken id = %v; want a conflict", err)
+	}
+	if got := ipamHolders(t); got[ips[otherSB.ID]] != otherSB.ID || len(got) != len(held) {
+		t.Errorf("reservations after the refused Create = %v; want %v", got, held)
+	}
+	if out, _ := sh(t, other, probe); !strings.Contains(out, "host-hello") {
+		t.Errorf("after the refused Create, the holder no longer reaches the host: %q", out)
+	}
+
 	// Delete gives everything back.
 	lbls := containerLabels(t, r, egress.ID)
 	nsPath := lbls[LabelNetNS]
